@@ -1,0 +1,294 @@
+"""The command line: ``kelvin [--data-dir DIR] [--project NAME] memory <cmd>``.
+
+Same behaviour as the desktop app, over the same services. Expected problems (a missing file,
+bad JSON, an unreachable Ollama, a locked or damaged store) are told in plain words on stderr
+with a non-zero exit; a traceback means a bug.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from app import __version__
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+log = logging.getLogger("kelvin")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kelvin", description="Kelvin: a memory-keeping companion for rendering artists.")
+    p.add_argument("--version", action="version", version=f"kelvin {__version__}")
+    p.add_argument("--data-dir", help="folder holding all projects (default: see README)")
+    p.add_argument("--project", help="project to work in (default: setting 'project')")
+    p.add_argument("-v", "--verbose", action="store_true", help="say more about what happens")
+    sub = p.add_subparsers(dest="command")
+
+    mem = sub.add_parser("memory", help="search, import and curate what Kelvin remembers")
+    msub = mem.add_subparsers(dest="memory_command", required=True)
+
+    imp = msub.add_parser("import", help="import messages from a JSON-lines file (all or nothing)")
+    imp.add_argument("file", type=Path)
+
+    s = msub.add_parser("search", help="hybrid search over the stored messages")
+    s.add_argument("query", nargs="?")
+    s.add_argument("--batch", type=Path, help="file with one query per line; prints one JSON line per query")
+    s.add_argument("--k", type=int, default=5, help="number of messages to return (default 5)")
+    s.add_argument("--json", action="store_true")
+    _add_filters(s)
+    s.add_argument("--all-projects", action="store_true", help="search every project, not just the current one")
+
+    ls = msub.add_parser("list", help="the latest messages")
+    ls.add_argument("--limit", type=int, default=20)
+    ls.add_argument("--json", action="store_true")
+    _add_filters(ls)
+
+    sh = msub.add_parser("show", help="one message, whole")
+    sh.add_argument("id")
+    sh.add_argument("--json", action="store_true")
+
+    ed = msub.add_parser("edit", help="replace a message's text (journaled)")
+    ed.add_argument("id")
+    ed.add_argument("--text", required=True)
+
+    de = msub.add_parser("delete", help="delete a message (journaled; the journal keeps the deletion)")
+    de.add_argument("id")
+
+    st = msub.add_parser("stats", help="counts, sizes and index state")
+    st.add_argument("--json", action="store_true")
+
+    msub.add_parser("reindex", help="rebuild the search index and Markdown files from the journal")
+
+    rem = msub.add_parser("remember", help="keep a curated long-term memory (a fact or preference)")
+    rem.add_argument("text")
+    rem.add_argument("--category", default="fact")
+    fo = msub.add_parser("forget", help="remove a curated memory")
+    fo.add_argument("id")
+    mm = msub.add_parser("memories", help="list curated memories")
+    mm.add_argument("--json", action="store_true")
+    return p
+
+
+def _add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--domain", help="lighting, shading, camera, optimization, geometry, texturing, compositing, general")
+    p.add_argument("--type", help="setting, instruction, critique, logic, dialogue")
+    p.add_argument("--engine", help="octane, redshift, arnold, cycles, vray, karma, corona")
+    p.add_argument("--since", help="ISO 8601 time; only messages at or after it")
+    p.add_argument("--until", help="ISO 8601 time; only messages at or before it")
+
+
+def _filters(args):
+    from app.core.records import parse_ts
+    from app.memory.index import Filters
+
+    return Filters(
+        domain=args.domain, type=args.type, engine=args.engine,
+        since_ms=parse_ts(args.since) if args.since else None,
+        until_ms=parse_ts(args.until) if args.until else None,
+    )
+
+
+def _print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _short(text: str, n: int = 160) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def _print_message(m, score: float | None = None) -> None:
+    head = f"{m.timestamp[:16].replace('T', ' ')}  {m.id}  {m.role}"
+    tags = f"{m.tags.domain}/{m.tags.type}" + (f"/{m.tags.engine}" if m.tags.engine else "")
+    print(f"{head}  [{tags}]" + (f"  score {score:.4f}" if score is not None else ""))
+    print(f"    {_short(m.text)}")
+
+
+def _progress(label: str):
+    tty = sys.stderr.isatty()
+    state = {"last": 0.0}
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - state["last"] < 0.5:
+            return
+        state["last"] = now
+        start = "\r" if tty else ""
+        end = "\n" if (done >= total or not tty) else ""
+        sys.stderr.write(f"{start}{label} {done:,} / {total:,}{end}")
+        sys.stderr.flush()
+
+    return report
+
+
+def _memory(args, service) -> int:
+    from app.services.importer import read_jsonl
+
+    cmd = args.memory_command
+    project = args.project
+    if cmd == "import":
+        items = read_jsonl(args.file, service.default_project)
+        report = service.import_items(items, _progress("imported") if len(items) > 2000 else (lambda d, t: None))
+        if report.added >= 2000:
+            sys.stderr.write("compacting the index…\n")
+            for name in {it.project for it in items}:
+                service.maintain(name)
+        print(f"imported {report.added:,} messages" + (f" ({report.skipped:,} already stored)" if report.skipped else ""))
+        return EXIT_OK
+    if cmd == "search":
+        if args.k < 1:
+            raise _Usage("--k must be at least 1")
+        filters = _filters(args)
+        if args.batch:
+            if not args.json:
+                raise _Usage("--batch prints JSON lines; add --json")
+            try:
+                queries = [q.strip() for q in args.batch.read_text(encoding="utf-8").splitlines() if q.strip()]
+            except (OSError, UnicodeDecodeError) as exc:
+                raise _Expected(f"{args.batch}: cannot read the query file ({exc})") from None
+            for q in queries:
+                t0 = time.perf_counter()
+                hits = service.search(q, args.k, filters, project=project, all_projects=args.all_projects)
+                took = (time.perf_counter() - t0) * 1000
+                _print_json({"query": q, "hits": [h.to_json() for h in hits], "took_ms": round(took, 3)})
+                sys.stdout.flush()
+            return EXIT_OK
+        if not args.query or not args.query.strip():
+            raise _Usage("give a search query, or --batch FILE")
+        hits = service.search(args.query, args.k, filters, project=project, all_projects=args.all_projects)
+        if args.json:
+            _print_json([h.to_json() for h in hits])
+        elif not hits:
+            print("no matching messages")
+        for h in hits if not args.json else []:
+            _print_message(h.message, h.score)
+        return EXIT_OK
+    if cmd == "list":
+        msgs = service.list(project, args.limit, _filters(args))
+        if args.json:
+            _print_json([m.to_json() for m in msgs])
+        else:
+            for m in msgs:
+                _print_message(m)
+            if not msgs:
+                print("no messages yet")
+        return EXIT_OK
+    if cmd == "show":
+        m = service.show(args.id, project)
+        if m is None:
+            raise _Expected(f"no message {args.id!r} in project {service.store(project).name!r}")
+        if args.json:
+            _print_json(m.to_json())
+        else:
+            _print_message(m)
+            print()
+            print(m.text)
+        return EXIT_OK
+    if cmd == "edit":
+        m = service.edit(args.id, args.text, project)
+        print(f"edited {m.id}")
+        return EXIT_OK
+    if cmd == "delete":
+        service.delete(args.id, project)
+        print(f"deleted {args.id} (the journal keeps a record of the deletion)")
+        return EXIT_OK
+    if cmd == "stats":
+        stats = service.stats(project)
+        if args.json:
+            _print_json(stats)
+        else:
+            for key, value in stats.items():
+                print(f"{key:>20}: {value}")
+        return EXIT_OK
+    if cmd == "reindex":
+        n = service.reindex(project, _progress("reindexed"))
+        print(f"rebuilt the index and Markdown files from the journal: {n:,} messages")
+        return EXIT_OK
+    if cmd == "remember":
+        mem, fut = service.remember(args.text, args.category, project=project)
+        fut.result()
+        print(f"remembered {mem.id}")
+        return EXIT_OK
+    if cmd == "forget":
+        service.forget(args.id, project)
+        print(f"forgot {args.id}")
+        return EXIT_OK
+    if cmd == "memories":
+        mems = service.memories(project)
+        if args.json:
+            _print_json([m.to_json() for m in mems])
+        else:
+            for m in mems:
+                print(f"{m.id}  [{m.category}]  {_short(m.text)}")
+            if not mems:
+                print("no curated memories yet")
+        return EXIT_OK
+    raise _Usage(f"unknown memory command {cmd!r}")
+
+
+class _Usage(Exception):
+    pass
+
+
+class _Expected(Exception):
+    pass
+
+
+def _welcome(settings) -> int:
+    print(f"Kelvin {__version__}")
+    print(f"  data folder : {settings.data_path()}")
+    print(f"  project     : {settings.project}")
+    print(f"  Ollama      : {settings.ollama_host} (chat model {settings.chat_model})")
+    print(f"  embedder    : {settings.embedder}")
+    print()
+    print("The desktop app is on its way. Meanwhile the memory is ready from the terminal:")
+    print("  kelvin memory import history.jsonl")
+    print("  kelvin memory search \"GI clamp\"")
+    print("  kelvin memory --help")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="kelvin: %(message)s")
+    from app import settings as settings_mod
+    from app.core.records import RecordError
+    from app.llm.errors import OllamaUnavailable
+    from app.memory.embedders import EmbedderUnavailable
+    from app.memory.index import IndexError_
+    from app.memory.journal import JournalError
+    from app.services.importer import ImportProblem
+
+    expected = (RecordError, ImportProblem, settings_mod.SettingsError, JournalError, IndexError_,
+                EmbedderUnavailable, OllamaUnavailable, _Expected)
+    service = None
+    try:
+        settings = settings_mod.load({"data_dir": args.data_dir, "project": args.project})
+        if args.command is None:
+            return _welcome(settings)
+        from app.services.memory import MemoryService
+
+        service = MemoryService(settings)
+        return _memory(args, service)
+    except _Usage as exc:
+        parser.error(str(exc))
+    except expected as exc:
+        sys.stderr.write(f"kelvin: {exc}\n")
+        return EXIT_ERROR
+    except (OSError, RuntimeError) as exc:
+        # disk full, permissions, or a damaged index: plain words, and the way out
+        log.debug("storage error", exc_info=True)
+        sys.stderr.write(f"kelvin: the memory store could not be used: {exc}\n"
+                         "kelvin: if the index is damaged, `kelvin memory reindex` rebuilds it from the journal\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("kelvin: interrupted; everything already written is kept\n")
+        return 130
+    finally:
+        if service is not None:
+            service.close()
+    return EXIT_OK

