@@ -95,7 +95,8 @@ class RuleTagger:
     def _domain(self, text: str) -> str:
         best, best_hits = "general", 0
         for domain, rx in self._domains:
-            hits = len(rx.findall(text)) if rx else 0
+            # a multi-word term ("gi clamp") is stronger evidence than a single word ("gi")
+            hits = sum(1 + m.count(" ") for m in rx.findall(text)) if rx else 0
             if hits > best_hits:
                 best, best_hits = domain, hits
         return best

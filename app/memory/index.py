@@ -27,7 +27,8 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 
 CHUNKS = "chunks"
 MEMORIES = "memories"
-VECTOR_INDEX_MIN_ROWS = 20_000  # below this a flat scan is fast enough and an index is not worth building
+VECTOR_INDEX_MIN_ROWS = 20_000
+KEEP_OLD_VERSIONS = timedelta(minutes=1)  # readers in other processes may still be on a recent version  # below this a flat scan is fast enough and an index is not worth building
 
 _CHUNK_COLS = ["chunk_id", "message_id", "chunk_index", "n_chunks", "project", "conversation_id", "turn_id",
                "role", "speaker", "ts_ms", "domain", "type", "engine", "text"]
@@ -304,7 +305,7 @@ class ProjectIndex:
         """Fold new rows into the indexes and compact old versions so the table does not grow
         without bound. Versions younger than a minute are kept for readers in other processes."""
         for tbl in (self._chunks, self._memories):
-            tbl.optimize(cleanup_older_than=timedelta(minutes=1))
+            tbl.optimize(cleanup_older_than=KEEP_OLD_VERSIONS)
         self.writes_since_optimize = 0
 
     def ensure_vector_index(self) -> bool:

@@ -91,19 +91,27 @@ class MarkdownBook:
         return False
 
     def upsert(self, message: Message) -> None:
-        """Put a message's block in its domain file, in time order, replacing any older version."""
-        self.remove(message.id)
+        """Put a message's block in its domain file: in place if it is already there (an edit),
+        else in time order (its domain changed), taking it out of any other file."""
+        marker = f"<!-- kelvin:begin {message.id} -->"
         path = self.path(message.tags.domain)
+        text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        new_block = render_block(message)
+        for b in _BLOCK.finditer(text):
+            if b.group("id") == message.id:
+                _atomic_write(path, text[: b.start()] + new_block + text[b.end():])
+                return
+        if marker in "".join(p.read_text(encoding="utf-8", errors="replace") for p in self.files()):
+            self.remove(message.id)
         if not path.exists():
             self.append([message])
             return
-        text = path.read_text(encoding="utf-8", errors="replace")
         blocks = list(_BLOCK.finditer(text))
-        new_block = render_block(message)
         insert_at = len(text) if not blocks else blocks[-1].end()
+        when = message.timestamp[:16].replace("T", " ")
         for b in blocks:
             ts = _block_ts(b.group("body"))
-            if ts is not None and ts > message.timestamp[:16].replace("T", " "):
+            if ts is not None and ts > when:
                 insert_at = b.start()
                 break
         _atomic_write(path, text[:insert_at] + new_block + text[insert_at:])
@@ -117,7 +125,7 @@ class MarkdownBook:
             if path.stem not in by_domain:
                 path.unlink()
         for domain, items in by_domain.items():
-            items.sort(key=lambda m: (m.ts_ms, m.id))
+            items.sort(key=lambda m: m.ts_ms)  # stable: equal times keep journal order
             _atomic_write(self.path(domain), self._header(domain) + "".join(render_block(m) for m in items))
 
     def _rewrite(self, path: Path, text: str, drop: set[str]) -> None:

@@ -263,7 +263,7 @@ class ProjectStore:
         messages, memories = self._fold()
         last = self.journal.last_seq()
         self.index.create(self._embedder_dim())
-        ordered = sorted(messages.values(), key=lambda m: (m.ts_ms, m.id))
+        ordered = sorted(messages.values(), key=lambda m: m.ts_ms)  # stable: ties keep journal order
         for i in range(0, len(ordered), 2000):
             batch = ordered[i : i + 2000]
             texts = {r["chunk_id"]: r["text"] for m in batch for r in message_rows(m)}

@@ -153,6 +153,7 @@ class MemoryService:
     def edit(self, message_id: str, text: str, project: str | None = None) -> Message:
         store = self.store(project)
         check_text(text)
+        self.writer.flush()  # an edit may follow its message's commit at once
         if not self.show(message_id, project):
             raise RecordError(f"no message {message_id!r} in project {store.name!r}")
         self.writer.submit(store.name, [(OP_MESSAGE_EDIT, {"id": message_id, "text": text})]).result()
@@ -161,6 +162,7 @@ class MemoryService:
     def delete(self, message_id: str, project: str | None = None) -> Message:
         """Delete a message from the index and Markdown; the journal keeps the deletion as an event."""
         store = self.store(project)
+        self.writer.flush()
         old = self.show(message_id, project)
         if old is None:
             raise RecordError(f"no message {message_id!r} in project {store.name!r}")
@@ -176,6 +178,7 @@ class MemoryService:
 
     def forget(self, memory_id: str, project: str | None = None) -> None:
         store = self.store(project)
+        self.writer.flush()
         if not any(m.id == memory_id for m in self.memories(project)):
             raise RecordError(f"no curated memory {memory_id!r} in project {store.name!r}")
         self.writer.submit(store.name, [(OP_MEMORY_DELETE, {"id": memory_id})]).result()

@@ -1,0 +1,138 @@
+"""Pure domain rules: records, chunking, tagging, rank fusion, project folders."""
+from __future__ import annotations
+
+import random
+import tomllib
+
+import pytest
+
+from app import resources
+from app.core import chunking
+from app.core.fusion import Candidate, fuse
+from app.core.projects import folder_name
+from app.core.records import MAX_MESSAGE_CHARS, RecordError, check_text, format_ts, parse_ts, stable_id
+from app.core.tagging import RuleTagger, Taxonomy, merge
+
+
+@pytest.fixture(scope="module")
+def tagger():
+    return RuleTagger(Taxonomy.from_dict(tomllib.loads(resources.read_text("taxonomy.toml"))))
+
+
+# ---- chunking ---------------------------------------------------------------------------------------
+def test_chunks_put_back_together_exactly():
+    rng = random.Random(7)
+    words = ["GI", "clamp", "10.", "samples\n\n", "Octane", "kernel", "path", "tracing;", "x" * 50, "émission", "日本"]
+    for _ in range(200):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 900)))
+        parts = chunking.split(text, limit=300)
+        assert "".join(parts) == text
+        assert all(0 < len(p) <= 300 for p in parts)
+
+
+def test_chunks_prefer_paragraph_then_sentence_boundaries():
+    text = ("A" * 150 + ".\n\n") + ("B" * 100 + ". ") + "C" * 200
+    parts = chunking.split(text, limit=200)
+    assert parts[0].endswith("\n\n")
+    assert parts[1].startswith("B")
+    assert len(chunking.split("short")) == 1
+    assert chunking.split("") == [""]
+
+
+def test_one_very_long_word_is_cut_hard():
+    parts = chunking.split("z" * 1000, limit=300)
+    assert [len(p) for p in parts] == [300, 300, 300, 100]
+
+
+# ---- records ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad, why", [
+    ("", "empty"), ("   \n", "empty"), ("abc\x00def", "binary"), ("\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f", "binary"),
+    ("x" * (MAX_MESSAGE_CHARS + 1), "characters"), ("\ud800 lone", "Unicode"), (42, "string"),
+])
+def test_bad_text_is_refused_with_a_reason(bad, why):
+    with pytest.raises(RecordError, match=why):
+        check_text(bad)
+
+
+def test_html_and_script_are_kept_as_text():
+    text = "<script>alert(1)</script> and <b>bold</b>"
+    assert check_text(text) == text
+
+
+def test_timestamps_round_trip_in_utc():
+    ms = parse_ts("2026-11-20T10:00:00+01:00")
+    assert format_ts(ms) == "2026-11-20T09:00:00.000Z"
+    assert parse_ts("2026-11-20T09:00:00") == ms  # no zone: UTC
+    with pytest.raises(RecordError, match="ISO 8601"):
+        parse_ts("yesterday")
+
+
+def test_stable_ids_depend_on_content_only():
+    assert stable_id("p", "hello", 1) == stable_id("p", "hello", 1)
+    assert stable_id("p", "hello", 1) != stable_id("p", "hello", 2)
+
+
+# ---- projects ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, folder", [
+    ("Nike Ad / Shot 010", "nike-ad-shot-010"),
+    ("../../etc/passwd", "etc-passwd"),
+    ("..", None), ("CON", "_con"), ("Café Crème", "cafe-creme"), ("日本のプロジェクト", None),
+])
+def test_project_folders_never_escape(name, folder):
+    got = folder_name(name)
+    if folder:
+        assert got == folder
+    assert "/" not in got and "\\" not in got and got not in (".", "..") and not got.startswith(".")
+    assert len(got) <= 64
+
+
+def test_unusable_project_names_are_refused():
+    for bad in ("", "   ", "a\nb", "x" * 201):
+        with pytest.raises(RecordError):
+            folder_name(bad)
+
+
+# ---- tagging ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, domain, kind, engine", [
+    ("Set GI clamp to 10 in Octane, the fireflies are gone", "optimization", "setting", "octane"),
+    ("we went with 1024 samples", "optimization", "setting", None),
+    ("Redshift: unified sampling max 512 and adaptive error threshold 0.01", "optimization", "setting", "redshift"),
+    ("The key light looks too harsh on her face", "lighting", "critique", None),
+    ("Use a 85mm lens with f-stop 2.8 for the hero shot", "camera", "setting", None),
+    ("Always render the beauty pass with cryptomatte AOVs", "compositing", "instruction", None),
+    ("The roughness reads wrong because the IOR is off on the glass material", "shading", "logic", None),
+    ("thanks, see you tomorrow", "general", "dialogue", None),
+    ("maxsubdivs 4 on the displacement", "optimization", "setting", "vray"),
+])
+def test_rule_tagger(tagger, text, domain, kind, engine):
+    tags = tagger.tag(text)
+    assert (tags.domain, tags.type, tags.engine) == (domain, kind, engine)
+
+
+def test_artists_taxonomy_extends_the_bundled_one():
+    base = tomllib.loads(resources.read_text("taxonomy.toml"))
+    extra = {"engines": {"octane": {"hints": ["scatter on surface"]}}, "domains": {"lighting": {"terms": ["gobo"]}}}
+    merged = merge(base, extra)
+    t = RuleTagger(Taxonomy.from_dict(merged))
+    assert t.tag("add a gobo in front of the window").domain == "lighting"
+    assert t.tag("scatter on surface keeps crashing").engine == "octane"
+    assert "light" in merged["domains"]["lighting"]["terms"]  # the bundled terms stay
+
+
+# ---- fusion -----------------------------------------------------------------------------------------
+def test_rrf_rewards_agreement_and_dedupes_chunks():
+    a, b, c = (Candidate(x, 0, "") for x in "abc")
+    text = [a, Candidate("a", 0, "second chunk"), b, c]
+    vec = [b, c, a]
+    fused = fuse([text, vec])
+    assert [f.message_id for f in fused] == ["b", "a", "c"]
+    assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)  # a second chunk of `a` does not push b down
+
+
+def test_verbatim_phrase_wins_and_recency_breaks_ties():
+    old = Candidate("old", 1000, "GI clamp 10 worked")
+    new = Candidate("new", 2000, "GI clamp 10 worked")
+    other = Candidate("other", 3000, "clamp the GI to about 10 or so")
+    fused = fuse([[other, old], [new]], query="GI clamp 10")
+    assert [f.message_id for f in fused][:2] == ["new", "old"]  # phrase matches beat `other`; newer first
+    assert fused[-1].message_id == "other"

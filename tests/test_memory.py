@@ -1,0 +1,244 @@
+"""The memory core end to end, on a real LanceDB in tmp_path (embedder: none, full text only)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from app.core.records import RecordError, parse_ts
+from app.memory.index import Filters
+from app.memory.journal import Journal
+from app.memory.store import Projections
+
+
+def _commit(svc, text, **kw):
+    msg, fut = svc.commit(text, **kw)
+    return msg, fut
+
+
+def _ids(hits):
+    return [h.message.id for h in hits]
+
+
+def test_commit_returns_at_once_then_is_searchable_by_exact_string(service):
+    msg, fut = service.commit("Octane: set GI clamp to 10, the fireflies on the chrome are gone", role="user",
+                              speaker="Mara", conversation_id="c1", turn_id="t1")
+    service.commit("We tried GI clamp 25 this morning, too many fireflies", conversation_id="c1")
+    service.commit("maxsubdivs 4 keeps the displacement under control", role="assistant", conversation_id="c1")
+    fut.result(timeout=30)
+    service.flush()
+    hits = service.search("GI clamp 10", k=3)
+    assert hits[0].message.id == msg.id
+    assert hits[0].message.text == msg.text and hits[0].message.speaker == "Mara"
+    assert hits[0].message.tags.engine == "octane" and hits[0].message.tags.type == "setting"
+    assert service.search("maxsubdivs 4", k=1)[0].message.text.startswith("maxsubdivs 4")
+    assert service.search("zebra quokka", k=3) == []
+
+
+def test_long_messages_come_back_whole_and_once(service):
+    log = "\n\n".join(f"line {i}: render log noise " + "x" * 200 for i in range(60))
+    text = "Crash log from redshiftCmdLine:\n\n" + log + "\n\nTail mentions OUTOFVRAM near the end."
+    msg, fut = service.commit(text)
+    fut.result(timeout=30)
+    assert service.store().index.count_chunks() > 5
+    hits = service.search("OUTOFVRAM", k=5)
+    assert _ids(hits) == [msg.id]
+    assert hits[0].message.text == text
+    hits = service.search("render log noise", k=5)
+    assert _ids(hits) == [msg.id]  # many chunks match; one message comes back
+
+
+def test_filters_by_domain_type_engine_and_time(service):
+    service.commit("Redshift: the key light intensity 5 looks right", ts_ms=parse_ts("2026-11-20T10:00:00Z"))
+    service.commit("Octane: the key light looks too harsh", ts_ms=parse_ts("2026-11-21T10:00:00Z"))
+    service.commit("Octane camera 85mm lens, f-stop 2.8 on the key light shot", ts_ms=parse_ts("2026-11-22T10:00:00Z"))
+    service.flush()
+    q = "key light"
+    assert len(service.search(q, k=10)) == 3
+    assert [h.message.tags.engine for h in service.search(q, 10, Filters(engine="redshift"))] == ["redshift"]
+    assert [h.message.tags.type for h in service.search(q, 10, Filters(type="critique"))] == ["critique"]
+    assert [h.message.tags.domain for h in service.search(q, 10, Filters(domain="camera"))] == ["camera"]
+    since = service.search(q, 10, Filters(since_ms=parse_ts("2026-11-21T00:00:00Z")))
+    assert len(since) == 2
+    window = service.search(q, 10, Filters(since_ms=parse_ts("2026-11-21T00:00:00Z"),
+                                           until_ms=parse_ts("2026-11-21T23:59:59Z")))
+    assert [h.message.text for h in window] == ["Octane: the key light looks too harsh"]
+    quoted = service.search(q, 10, Filters(engine="it's"))  # quotes in a filter cannot break the query
+    assert quoted == []
+
+
+def test_recency_breaks_ties(service):
+    old, _ = service.commit("HDRI rotation 90 degrees", ts_ms=1_000_000)
+    new, _ = service.commit("HDRI rotation 90 degrees", ts_ms=2_000_000)
+    service.flush()
+    assert _ids(service.search("HDRI rotation 90", k=2)) == [new.id, old.id]
+
+
+def test_projects_are_isolated_unless_asked(service):
+    a, _ = service.commit("Nike shoe: GI clamp 8", project="Nike Ad")
+    b, _ = service.commit("Perfume bottle: GI clamp 12", project="Perfume / Shot 010")
+    service.flush()
+    assert _ids(service.search("GI clamp", k=5, project="Nike Ad")) == [a.id]
+    assert _ids(service.search("GI clamp", k=5, project="Perfume / Shot 010")) == [b.id]
+    assert set(_ids(service.search("GI clamp", k=5, all_projects=True))) == {a.id, b.id}
+    assert service.search("GI clamp", k=5) == []  # the default project has none
+    assert sorted(service.projects()) == ["nike-ad", "perfume-shot-010"]
+
+
+def test_edit_and_delete_are_journaled_and_reach_markdown(service):
+    msg, _ = service.commit("Octane AO distance 5 on the interior")
+    keep, _ = service.commit("Octane AO distance 2 was too dark")
+    service.flush()
+    edited = service.edit(msg.id, "Octane AO distance 3 on the interior, final")
+    assert edited.text.endswith("final")
+    assert _ids(service.search("AO distance 3", k=1)) == [msg.id]
+    assert service.search("distance 5", k=5) == [] or msg.id not in _ids(service.search("distance 5", k=5)[:1]) \
+        or "5" not in service.show(msg.id).text
+    folder = service.store().folder
+    md = "".join(p.read_text(encoding="utf-8") for p in service.store().book.files())
+    assert "AO distance 3 on the interior, final" in md and "AO distance 5" not in md
+
+    service.delete(msg.id)
+    assert service.show(msg.id) is None
+    assert msg.id not in _ids(service.search("AO distance", k=5))
+    md = "".join(p.read_text(encoding="utf-8") for p in service.store().book.files())
+    assert msg.id not in md and keep.id in md
+    ops = [e.op for e in Journal(folder / "journal").read()]
+    assert ops == ["message.add", "message.add", "message.edit", "message.delete"]
+    with pytest.raises(RecordError, match="no message"):
+        service.delete(msg.id)
+
+
+def test_html_and_script_in_messages_are_stored_exactly_and_escaped_in_markdown(service):
+    text = "<script>alert('x')</script> <!-- kelvin:end m_fake --> use <b>8</b> samples & a < b"
+    msg, _ = service.commit(text)
+    service.flush()
+    assert service.show(msg.id).text == text
+    md = "".join(p.read_text(encoding="utf-8") for p in service.store().book.files())
+    assert "<script>" not in md and "&lt;script>" in md and "a < b" in md
+    assert md.count("<!-- kelvin:end") == 1  # the message could not forge a block end
+
+
+def test_curated_memories(service):
+    mem, fut = service.remember("The client hates blue rim lights", "preference")
+    fut.result(timeout=30)
+    service.remember("Final deliveries are ACEScg EXR", "fact")[1].result(timeout=30)
+    assert [m.text for m in service.memories()] == ["The client hates blue rim lights", "Final deliveries are ACEScg EXR"]
+    assert service.search_memories("rim lights", 3)[0][0].id == mem.id
+    assert service.search("rim lights", k=3) == []  # curated memories live in their own table
+    service.forget(mem.id)
+    assert [m.category for m in service.memories()] == ["fact"]
+    with pytest.raises(RecordError):
+        service.forget(mem.id)
+
+
+def test_reindex_rebuilds_index_and_markdown_from_the_journal(service):
+    msgs = [service.commit(f"Redshift secondary GI bounces {i}")[0] for i in range(5)]
+    service.edit(msgs[0].id, "Redshift secondary GI bounces 99")
+    service.delete(msgs[1].id)
+    service.remember("Use brute force for the primary GI", "fact")[1].result(timeout=30)
+    service.flush()
+    before = [h.message.to_json() for h in service.search("secondary GI bounces", k=10)]
+    md_before = {p.name: p.read_text(encoding="utf-8") for p in service.store().book.files()}
+    assert service.reindex() == 4
+    after = [h.message.to_json() for h in service.search("secondary GI bounces", k=10)]
+    assert sorted(after, key=lambda m: m["id"]) == sorted(before, key=lambda m: m["id"])
+    assert {p.name: p.read_text(encoding="utf-8") for p in service.store().book.files()} == md_before
+    assert [m.text for m in service.memories()] == ["Use brute force for the primary GI"]
+
+
+def test_journaled_events_missing_from_the_projections_are_replayed_once(make_service, tmp_path):
+    svc = make_service()
+    first, _ = svc.commit("Octane max samples 4096 for the final")
+    svc.flush()
+    store = svc.store()
+    svc.close()
+    # a crash after the journal write, before the index and Markdown: append straight to the journal
+    j = Journal(store.folder / "journal")
+    j.open_for_write()
+    j.append([("message.add", {"id": "m_lost", "project": "default", "conversation_id": "default", "turn_id": "",
+                               "role": "user", "speaker": "", "text": "Octane max samples 8192 for the hero",
+                               "ts_ms": 5})])
+    j.close()
+    svc2 = make_service()
+    assert svc2.open() == 1
+    assert {h.message.id for h in svc2.search("max samples", k=5)} == {first.id, "m_lost"}
+    assert "m_lost" in (store.folder / "optimization.md").read_text(encoding="utf-8")
+    svc2.close()
+    # a crash after the index write, before its checkpoint: everything replays, nothing doubles
+    Projections().save(store.folder / "journal" / "projections.json")
+    svc3 = make_service()
+    assert svc3.open() == 2
+    assert svc3.stats()["messages"] == 2 and svc3.stats()["chunks"] == 2
+    md = (store.folder / "optimization.md").read_text(encoding="utf-8")
+    assert md.count("kelvin:begin m_lost") == 1 and md.count(f"kelvin:begin {first.id}") == 1
+
+
+def test_a_half_written_markdown_block_is_mended(make_service):
+    svc = make_service()
+    msg, fut = svc.commit("Arnold camera AA samples 6")
+    fut.result(timeout=30)
+    store = svc.store()
+    path = store.book.path(svc.show(msg.id).tags.domain)
+    svc.close()
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("<!-- kelvin:begin m_half -->\n### 2026")  # died mid-append
+    Projections(markdown_seq=0, index_seq=1, embedder="none").save(store.folder / "journal" / "projections.json")
+    svc2 = make_service()
+    svc2.open()
+    text = path.read_text(encoding="utf-8")
+    assert "m_half" not in text and text.count("kelvin:begin") == 1
+
+
+def test_committing_the_same_id_twice_stores_it_once(service):
+    service.commit("Cycles noise threshold 0.01", message_id="dup-1")[1].result(timeout=30)
+    again = service.commit("Cycles noise threshold 0.01", message_id="dup-1")[1].result(timeout=30)
+    assert again == []
+    assert service.stats()["messages"] == 1
+
+
+def test_bad_input_is_refused_before_anything_is_written(service):
+    for bad in ("", "\x00\x01binary", "x" * 1_000_001):
+        with pytest.raises(RecordError):
+            service.commit(bad)
+    with pytest.raises(RecordError):
+        service.commit("ok", role="wizard")
+    with pytest.raises(RecordError):
+        service.commit("ok", project="\n")
+    service.flush()
+    assert service.stats()["messages"] == 0
+
+
+def test_stats_report_counts_and_sizes(service):
+    service.commit("Octane GI clamp 10", conversation_id="a")
+    service.commit("the rim light looks too strong", conversation_id="b")
+    service.flush()
+    s = service.stats()
+    assert (s["messages"], s["chunks"], s["conversations"]) == (2, 2, 2)
+    assert s["by_domain"] == {"optimization": 1, "lighting": 1}
+    assert s["journal"]["events"] == 2 and s["journal"]["bytes"] > 0
+    assert s["index"]["bytes"] > 0 and s["projections_behind"] == 0
+    assert set(s["markdown_files"]) == {"optimization.md", "lighting.md"}
+    json.dumps(s)
+
+
+def test_the_idle_writer_compacts_old_versions(service, monkeypatch):
+    from datetime import timedelta
+
+    import app.memory.index as index_mod
+    import app.services.memory as memory
+
+    monkeypatch.setattr(memory, "OPTIMIZE_AFTER_WRITES", 10)
+    monkeypatch.setattr(index_mod, "KEEP_OLD_VERSIONS", timedelta(milliseconds=1))
+    for i in range(30):
+        service.commit(f"test render {i}")[1].result(timeout=30)
+    index = service.store().index
+    grown = index.disk_versions()
+    assert grown > 30  # every add is a new table version
+    deadline = time.monotonic() + 30
+    while index.disk_versions() >= grown and time.monotonic() < deadline:
+        time.sleep(0.2)  # the writer compacts once it has been idle for a moment
+    assert index.disk_versions() < 10
+    assert index.writes_since_optimize == 0
+    assert service.stats()["messages"] == 30
