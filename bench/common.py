@@ -5,11 +5,11 @@ cached under ``bench/results/`` (git-ignored), so a second run skips the slow em
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
+RESULTS = Path(os.environ.get("KELVIN_BENCH_CACHE", ROOT / "bench" / "results"))
 ST_MODEL = "all-MiniLM-L6-v2"
 ST_SPEC = f"st:{ST_MODEL}"
 BASE_MS = int(datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc).timestamp() * 1000)
@@ -41,6 +41,7 @@ def log(*parts) -> None:
 
 def emit(doc: dict) -> None:
     """The one JSON document a benchmark prints to stdout."""
+    doc["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
@@ -72,6 +73,7 @@ def machine_info() -> dict:
         "cpu": cpu, "logical_cores": os.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "os": platform.platform(), "python": platform.python_version(), "versions": versions,
         "git": rev + ("+dirty(app)" if dirty else ""),
+        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
 
@@ -131,11 +133,11 @@ PARAMS = [
      "fireflies in the glass", "sparkly white pixels in the glassware"),
     ("max samples", "Octane", [256, 512, 1000, 1024, 2000, 2048, 4000, 4096, 8000], "", "the sample cap",
      "grain in the shadows", "the dark areas still crawling with noise"),
-    ("parallel samples", "Octane", [4, 8, 16, 32, 64], "", "how many samples run at once",
+    ("parallel samples", "Octane", [4, 8, 16, 32, 64], "", "the number of samples run at once",
      "the GPU sitting half idle", "the graphics card not being fully used"),
     ("AO distance", "Octane", [0.5, 1, 2, 3, 5, 10], "m", "the ambient occlusion reach",
      "dirty dark corners", "corners that looked grimy"),
-    ("specular depth", "Octane", [4, 6, 8, 12, 16, 24], "", "how many glossy bounces",
+    ("specular depth", "Octane", [4, 6, 8, 12, 16, 24], "", "the glossy bounce count",
      "black patches inside the bottle", "the inside of the glass going black"),
     ("adaptive error threshold", "Redshift", [0.003, 0.005, 0.01, 0.02, 0.05], "", "the adaptive noise target",
      "blotchy noise on the walls", "patchy grain across the plaster"),
@@ -177,7 +179,7 @@ PARAMS = [
      "the face being overexposed", "the subject's skin looking burnt"),
     ("color temperature", None, [2700, 3200, 4500, 5600, 6500, 7500], "K", "the white balance of the lights",
      "the interior looking too orange", "everything having a warm cast"),
-    ("roughness", None, [0.05, 0.1, 0.2, 0.3, 0.45, 0.6], "", "how glossy the material is",
+    ("roughness", None, [0.05, 0.1, 0.2, 0.3, 0.45, 0.6], "", "the material glossiness",
      "the car paint looking like plastic", "the bodywork feeling cheap and CG"),
     ("IOR", None, [1.33, 1.45, 1.5, 1.52, 1.6, 2.4], "", "the refraction index",
      "the glass looking fake", "the glassware not reading as real"),
@@ -248,15 +250,15 @@ REVERT_TEMPLATES = [
 ]
 EXACT_FORMS = ["{name} {v}{u}", "{name} to {v}{u}", "{name} = {v}{u}", "{name} at {v}{u}"]
 FINAL_Q = [
-    "what did we settle on for {n} in the {scene}?", "which {n} did we end up with on the {scene}?",
-    "remind me the final {n} for the {scene} shot", "where did we land with {n} on the {scene}?",
+    "what did we settle on for {n} in the {scene}?", "what value did we end up with for {n} on the {scene}?",
+    "remind me the final value of {n} for the {scene} shot", "where did we land with {n} on the {scene}?",
 ]
 WHY_Q = [
     "how did we fix {para} in the {scene}?", "what did we change about {para} on the {scene}?",
     "in the {scene}, what was done against {para}?",
 ]
 FIRST_Q = [
-    "what {n} did we start the {scene} with?", "what was the initial {n} on the {scene}?",
+    "what value of {n} did we start the {scene} with?", "what was {n} initially on the {scene}?",
 ]
 
 
@@ -277,11 +279,12 @@ def _msg(msgs: list, conv: str, role: str, text: str, ts_ms: int) -> dict:
 def _assistant(rng: random.Random, p: tuple) -> str:
     name, engine, _v, _u, alt, problem, _para = p
     parts = rng.sample(ASSISTANT, k=rng.randint(1, 3))
-    return " ".join(t.format(name=name, alt=alt, problem=problem, engine_or=engine or "most engines") for t in parts)
+    sentences = [t.format(name=name, alt=alt, problem=problem, engine_or=engine or "most engines") for t in parts]
+    return " ".join(x[0].upper() + x[1:] for x in sentences)
 
 
-def recall_corpus(seed: int = 7, scenes: int = 12, params_per_scene: int = 8, days: int = 10,
-                  filler_per_event: float = 3.0) -> tuple[list[dict], list[dict]]:
+def recall_corpus(seed: int = 7, scenes: int = 16, params_per_scene: int = 8, days: int = 10,
+                  filler_per_event: float = 8.0) -> tuple[list[dict], list[dict]]:
     """A project of rendering sessions over ``days`` days with known answers.
 
     Each (scene, parameter) history: an initial setting, a change that names the problem it fixes,
@@ -313,10 +316,11 @@ def recall_corpus(seed: int = 7, scenes: int = 12, params_per_scene: int = 8, da
         for _ in range(int(rng.expovariate(1 / filler_per_event))):
             _msg(msgs, conv, "user", rng.choice(FILLER), ts)
             ts += 20_000
-        eng = f" in {engine}" if engine and rng.random() < 0.5 else ""
+        eng = f" in {engine}" if engine and rng.random() < 0.5 else ""  # "… GI clamp 10 in Octane."
         if kind == "set":
             ex = _exact(rng, name, hist["vals"][0], unit)
-            text = rng.choice(SET_TEMPLATES).format(scene=scene, ex=ex, reason=rng.choice(["as a start", "for now", "to see where we are", "first"])) + eng
+            text = rng.choice(SET_TEMPLATES).format(scene=scene, ex=ex + eng, reason=rng.choice(
+                ["as a start", "for now", "to see where we are", "first"]))
         elif kind == "change":
             ex = _exact(rng, name, hist["vals"][1], unit)
             text = rng.choice(CHANGE_TEMPLATES).format(scene=scene, ex=ex, problem=problem)
@@ -347,18 +351,22 @@ def _recall_questions(rng: random.Random, histories: list[dict], msgs: list[dict
     from app.core.fusion import normalise
 
     norm = [normalise(m["text"]) for m in msgs]
+
+    def holding(ex: str) -> list[str]:  # "GI clamp 1" is in neither "GI clamp 10" nor "GI clamp 1.5"
+        rx = re.compile(r"(?<!\w)" + re.escape(normalise(ex)) + r"(?!\w|[.,]\d)")
+        return [m["id"] for m, t in zip(msgs, norm) if rx.search(t)]
     qs = []
     for h in histories:
         name, engine, values, unit, alt, problem, para = h["p"]
         scene = h["scene"]
         for kind in ("set", "change", "final"):  # exact strings: every message holding them is an answer
             ex = h["exact"][kind]
-            rel = [m["id"] for m, t in zip(msgs, norm) if normalise(ex) in t]
+            rel = holding(ex)
             qs.append({"type": "exact", "q": ex, "relevant": rel})
-        n = name if rng.random() < 0.5 else alt
+        n = "the " + name if rng.random() < 0.5 else alt
         qs.append({"type": "final", "q": rng.choice(FINAL_Q).format(n=n, scene=scene), "relevant": [h["ids"]["final"]]})
         qs.append({"type": "why", "q": rng.choice(WHY_Q).format(para=para, scene=scene), "relevant": [h["ids"]["change"]]})
-        n = name if rng.random() < 0.5 else alt
+        n = "the " + name if rng.random() < 0.5 else alt
         first = [h["ids"]["set"]] + ([h["ids"]["final"]] if h["revert"] else [])
         qs.append({"type": "first", "q": rng.choice(FIRST_Q).format(n=n, scene=scene), "relevant": first})
     # exact strings repeat across scenes ("GI clamp 10" set twice): keep one question per string
@@ -412,7 +420,7 @@ def latency_queries(n: int = 250, seed: int = 5) -> list[str]:
         if kind == 0:
             out.append(_exact(rng, name, rng.choice(values), unit))
         elif kind == 1:
-            out.append(rng.choice(FINAL_Q).format(n=rng.choice([name, alt]), scene=scene))
+            out.append(rng.choice(FINAL_Q).format(n=rng.choice(["the " + name, alt]), scene=scene))
         elif kind == 2:
             out.append(rng.choice(WHY_Q).format(para=para, scene=scene))
         else:
@@ -439,26 +447,33 @@ def embed(texts: list[str], batch: int = 128) -> np.ndarray:
                              convert_to_numpy=True).astype(np.float32)
 
 
-def cached_vectors(name: str, texts: list[str]) -> np.ndarray:
-    """MiniLM vectors for ``texts`` (one row each), computed once per distinct text and cached."""
+def cached_vectors(texts: list[str]) -> np.ndarray:
+    """MiniLM vectors for ``texts`` (one row each). Each distinct text is embedded once, ever: the
+    vectors live in ``bench/results/minilm-cache.{json,npy}``, shared by every benchmark, saved as
+    they are made (an interrupted run keeps its work)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha1("\x1e".join(texts).encode()).hexdigest()[:16]
-    path = RESULTS / f"vectors-{name}-{key}.npz"
-    if path.exists():
-        data = np.load(path)
-        return data["vecs"][data["rows"]]
-    uniq = sorted(set(texts))
-    log(f"embedding {len(uniq):,} distinct texts ({len(texts):,} rows) with {ST_MODEL} …")
-    t0 = time.perf_counter()
-    vecs = np.empty((len(uniq), 384), np.float32)
-    step = 4096
-    for i in range(0, len(uniq), step):
-        vecs[i : i + step] = embed(uniq[i : i + step])
-        log(f"  {min(i + step, len(uniq)):,} / {len(uniq):,}  ({time.perf_counter() - t0:.0f} s)")
-    pos = {t: i for i, t in enumerate(uniq)}
-    rows = np.array([pos[t] for t in texts], np.int64)
-    np.savez(path, vecs=vecs, rows=rows, seconds=time.perf_counter() - t0)
-    return vecs[rows]
+    tpath, vpath = RESULTS / "minilm-cache.json", RESULTS / "minilm-cache.npy"
+    known: list[str] = json.loads(tpath.read_text()) if tpath.exists() and vpath.exists() else []
+    vecs = np.load(vpath) if known else np.empty((0, 384), np.float32)
+    known, vecs = known[: len(vecs)], vecs[: len(known)]
+    pos = {t: i for i, t in enumerate(known)}
+    todo = sorted({t for t in texts if t not in pos})
+    if todo:
+        log(f"embedding {len(todo):,} new distinct texts with {ST_MODEL} (cached for later runs) …")
+        t0 = time.perf_counter()
+        step = 4096
+        for i in range(0, len(todo), step):
+            part = todo[i : i + step]
+            vecs = np.concatenate([vecs, embed(part)])
+            for t in part:
+                pos[t] = len(known)
+                known.append(t)
+            np.save(vpath, vecs)
+            tpath.write_text(json.dumps(known))
+            done = min(i + step, len(todo))
+            rate = done / (time.perf_counter() - t0)
+            log(f"  {done:,} / {len(todo):,}  ({rate:.0f} texts/s, {(len(todo) - done) / rate:.0f} s left)")
+    return vecs[np.array([pos[t] for t in texts], np.int64)]
 
 
 class LookupEmbedder:

@@ -34,6 +34,8 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> list[list[float]]: ...
 
+    def close(self) -> None: ...
+
 
 class NoEmbedder:
     spec = "none"
@@ -43,6 +45,9 @@ class NoEmbedder:
 
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> list[list[float]]:
         raise EmbedderUnavailable("no embedder configured (full-text search only)")
+
+    def close(self) -> None:
+        pass
 
 
 class OllamaEmbedder:
@@ -81,6 +86,9 @@ class OllamaEmbedder:
         if out:
             self._dim = len(out[0])
         return out
+
+    def close(self) -> None:
+        self._client.close()
 
 
 def bundled_minilm_path() -> Path | None:
@@ -143,6 +151,10 @@ class SentenceTransformerEmbedder:
         with self._lock:  # one encode at a time: the writer and a search may both embed
             vecs = model.encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False)
         return [list(map(float, v)) for v in vecs]
+
+    def close(self) -> None:
+        with self._lock:
+            self._model = None
 
 
 def from_spec(spec: str, ollama_host: str, timeout_s: float = 30.0) -> Embedder:

@@ -32,13 +32,15 @@ _STOP = object()
 
 
 class CommitQueue:
+    idle_after_s = 1.5  # quiet time before upkeep starts
+    idle_every_s = 30.0  # while idle with nothing left to do, look again this often (an embedder may be back)
+
     def __init__(self, apply: Callable[[str, list[tuple[str, dict]]], list],
-                 idle: Callable[[], bool] | None = None, idle_after_s: float = 1.5):
+                 idle: Callable[[], bool] | None = None):
         """``apply(project, items)`` writes and returns one result per item (or raises);
         ``idle()`` does one small step of upkeep and returns True while more remains."""
         self._apply = apply
         self._idle = idle
-        self._idle_after_s = idle_after_s
         self._q: queue.Queue = queue.Queue()
         self._closed = False
         self._lock = threading.Lock()
@@ -77,10 +79,14 @@ class CommitQueue:
 
     # ---- the writer thread -------------------------------------------------------------------------
     def _run(self) -> None:
-        idle_pending = self._idle is not None
+        idle_pending = True
         while True:
+            if self._idle is None:
+                timeout = None
+            else:
+                timeout = self.idle_after_s if idle_pending else self.idle_every_s
             try:
-                first = self._q.get(timeout=self._idle_after_s if idle_pending else None)
+                first = self._q.get(timeout=timeout)
             except queue.Empty:
                 idle_pending = self._run_idle()
                 continue
@@ -94,7 +100,7 @@ class CommitQueue:
             self._write([w for w in batch if w is not _STOP])
             if stop:
                 return
-            idle_pending = self._idle is not None
+            idle_pending = True
 
     def _run_idle(self) -> bool:
         try:

@@ -22,6 +22,7 @@ from app.core.records import Memory, Message, RecordError, check_id, check_name,
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
 from app.memory.index import Filters
+from app.memory.journal import StoreLocked
 from app.memory.store import (
     OP_MEMORY_ADD,
     OP_MEMORY_DELETE,
@@ -83,6 +84,7 @@ class MemoryService:
         self._stores: dict[str, ProjectStore] = {}
         self._stores_lock = threading.Lock()
         self._query_embed_down_until = 0.0
+        self._caught_up: set[str] = set()
         self.writer = CommitQueue(self._apply, idle=self._upkeep)
 
     # ---- projects ----------------------------------------------------------------------------------
@@ -218,22 +220,43 @@ class MemoryService:
         self.writer.flush(timeout)
 
     def close(self) -> None:
+        """Drain the writer (no accepted commit is dropped), release the projects, hang up."""
         self.writer.close()
         with self._stores_lock:
             for store in self._stores.values():
                 store.close()
+        self.embedder.close()
 
     # ---- reading -----------------------------------------------------------------------------------
     def _readable(self, project: str | None, all_projects: bool) -> list[ProjectStore]:
         stores = [self.store(p) for p in self.projects()] if all_projects else [self.store(project)]
-        return [s for s in stores if s.exists() and s.index.exists]
+        stores = [s for s in stores if s.exists()]
+        for s in stores:
+            self._catch_up(s)
+        return [s for s in stores if s.index.exists]
+
+    def _catch_up(self, store: ProjectStore) -> None:
+        """Before the first read of a project, replay what a crash left unprojected — unless
+        another Kelvin process holds the project, which then does it itself."""
+        if store.name in self._caught_up:
+            return
+        self._caught_up.add(store.name)
+        if store.journal.last_seq() > min(store.state.index_seq, store.state.markdown_seq):
+            try:
+                self.writer.call(store.open_for_write).result()
+            except StoreLocked:
+                log.info("project %s is open in another Kelvin process; reading it as it is", store.name)
 
     def _query_vector(self, query: str, stores: list[ProjectStore]) -> list[float] | None:
-        if not query.strip() or not any(s.index.vector_dim() for s in stores):
-            return None
-        if time.monotonic() < self._query_embed_down_until:
+        if self.embedder.spec == "none" or time.monotonic() < self._query_embed_down_until:
             return None
         try:
+            if not any(s.index.vector_dim() for s in stores):
+                # no vectors stored yet (the embedder was away when they were written): check once
+                # whether it is reachable now, so the artist hears why search is full-text only
+                self.embedder.dim()
+                self._query_embed_down_until = float("inf")
+                return None
             return self.embedder.embed([query], kind="query")[0]
         except EmbedderUnavailable as exc:
             self._query_embed_down_until = time.monotonic() + 30.0
@@ -297,6 +320,8 @@ class MemoryService:
 
     def stats(self, project: str | None = None) -> dict:
         store = self.store(project)
+        if store.exists():
+            self._catch_up(store)
         out: dict = {"project": store.name, "folder": str(store.folder), "messages": 0, "chunks": 0,
                      "memories": 0, "conversations": 0, "by_domain": {}, "by_type": {}, "by_engine": {},
                      "first": None, "last": None}

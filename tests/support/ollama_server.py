@@ -130,7 +130,7 @@ class OllamaTestServer:
         self.requests: list[tuple[str, dict | None]] = []  # (path, JSON body) of every request
         self.loads: list[tuple[str, dict]] = []  # every (re)load: (model, load-time options)
         self.errors: list[BaseException] = []  # exceptions raised inside handlers (should stay [])
-        self.delay_s = delay_s  # sleep before each streamed chunk
+        self.delay_s = delay_s  # sleep per reply chunk / pull step (stream or not)
         self.vanish_mid_stream = False  # drop the connection after `vanish_after` chunks
         self.vanish_after = 2
         self.stream_error: str | None = None  # send {"error": ...} after `vanish_after` chunks
@@ -148,7 +148,7 @@ class OllamaTestServer:
         if self._httpd is None:
             self._stopping.clear()
             self._httpd = _HTTPServer(self._bind, _Handler, self)
-            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
                                             name=f"kelvin-ollama-test-server-{self.port}", daemon=True)
             self._thread.start()
         return self
@@ -178,7 +178,8 @@ class OllamaTestServer:
 
     @property
     def host(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        bound = self._bind[0] if self._bind[0] not in ("", "0.0.0.0") else "127.0.0.1"
+        return f"http://{bound}:{self.port}"
 
     # -- scripting -------------------------------------------------------------------------------
     def queue_reply(self, text: str = "", tool_calls: list | None = None) -> None:
@@ -297,7 +298,10 @@ class _HTTPServer(ThreadingHTTPServer):
         super().shutdown_request(request)
 
     def handle_error(self, request, client_address):
-        self.owner.errors.append(sys.exc_info()[1])
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):  # the client hung up (say, after an error line): not a bug
+            return
+        self.owner.errors.append(exc)
         super().handle_error(request, client_address)  # prints the traceback
 
     def drop_connections(self) -> None:
@@ -321,6 +325,10 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "OllamaTest"
     server: _HTTPServer
 
+    def setup(self):
+        super().setup()  # no Nagle: otherwise each small answer waits ~40 ms for a delayed ACK
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format, *args):  # quiet; the request log is on the owner
         pass
 
@@ -329,9 +337,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self._dispatch("POST")
-
-    def do_DELETE(self):
-        self._dispatch("DELETE")
 
     # -- plumbing --------------------------------------------------------------------------------
     def _dispatch(self, method: str) -> None:

