@@ -136,7 +136,8 @@ def _memory(args, service) -> int:
             sys.stderr.write("compacting the index…\n")
             for name in {it.project for it in items}:
                 service.maintain(name)
-        print(f"imported {report.added:,} messages" + (f" ({report.skipped:,} already stored)" if report.skipped else ""))
+        noun = "message" if report.added == 1 else "messages"
+        print(f"imported {report.added:,} {noun}" + (f" ({report.skipped:,} already stored)" if report.skipped else ""))
         return EXIT_OK
     if cmd == "search":
         if args.k < 1:
@@ -201,7 +202,9 @@ def _memory(args, service) -> int:
             _print_json(stats)
         else:
             for key, value in stats.items():
-                print(f"{key:>20}: {value}")
+                if isinstance(value, dict):
+                    value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
+                print(f"{key.replace('_', ' '):>20}: {value if value is not None else '—'}")
         return EXIT_OK
     if cmd == "reindex":
         n = service.reindex(project, _progress("reindexed"))
