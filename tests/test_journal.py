@@ -34,6 +34,7 @@ def test_a_torn_last_line_is_set_aside_not_lost(tmp_path):
         fh.write(whole[: len(whole) // 2])  # the process died mid-write
     j2 = Journal(tmp_path / "journal")
     assert [e.seq for e in j2.read()] == [1, 2]
+    assert j2.last_seq() == 2
     assert j2.damaged_lines == 0
     j2.open_for_write()
     assert [e.seq for e in j2.append(_ops(1, 2))] == [3]
@@ -87,3 +88,13 @@ def test_decode_rejects_garbage():
     good = encode(Entry(1, "op", 5, {"a": "é<script>"}))
     assert decode(good) == Entry(1, "op", 5, {"a": "é<script>"})
     assert decode(good[:-1]) is None  # no newline: torn
+
+
+def test_last_seq_reads_past_long_lines_at_the_tail(tmp_path):
+    j = Journal(tmp_path / "journal")
+    assert j.last_seq() == 0
+    j.open_for_write()
+    j.append(_ops(3))
+    j.append([("message.add", {"id": "big", "text": "x" * 3_000_000})])  # longer than the first read window
+    j.close()
+    assert Journal(tmp_path / "journal").last_seq() == 4

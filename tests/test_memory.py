@@ -241,3 +241,26 @@ def test_the_idle_writer_compacts_old_versions(service, monkeypatch):
     assert index.disk_versions() < 10
     assert index.writes_since_optimize == 0
     assert service.stats()["messages"] == 30
+
+
+def test_an_index_failure_after_journaling_keeps_the_message_and_catches_up(service, monkeypatch):
+    first, _ = service.commit("Karma pixel samples 9")
+    service.flush()
+    index = service.store().index
+    real_put = index.put_messages
+    calls = {"n": 0}
+
+    def flaky_put(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError("disk hiccup")
+        return real_put(*args, **kwargs)
+
+    monkeypatch.setattr(index, "put_messages", flaky_put)
+    msg, fut = service.commit("Karma path traced samples 4")
+    assert [e.data["id"] for e in fut.result(timeout=30)] == [msg.id]  # journaled: committed
+    assert service.show(msg.id) is None  # the index missed it
+    later, _ = service.commit("Karma light sampling quality 2")
+    service.flush()
+    assert {h.message.id for h in service.search("Karma", k=5)} == {first.id, msg.id, later.id}
+    assert service.stats()["projections_behind"] == 0

@@ -175,3 +175,10 @@ def check_name(value: object, what: str) -> str:
     if len(value) > MAX_NAME_CHARS or _ID_FORBIDDEN.search(value):
         raise RecordError(f"{what} must be at most {MAX_NAME_CHARS} printable characters")
     return value
+
+
+def check_speaker(value: object) -> str:
+    """Who said it ("Mara", "Kelvin"); may be empty."""
+    if not isinstance(value, str) or len(value) > MAX_NAME_CHARS or _ID_FORBIDDEN.search(value):
+        raise RecordError(f"speaker must be a string of at most {MAX_NAME_CHARS} printable characters")
+    return value.strip()

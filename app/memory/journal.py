@@ -143,22 +143,29 @@ class Journal:
             log.warning("journal %s line %d is damaged and was skipped", seg.name, lineno)
 
     def last_seq(self) -> int:
+        """The newest whole event's seq (0 if none). Reads only the tail of the last segment."""
         if self._fh is not None:
             return self._next_seq - 1
-        last = 0
         segs = self.segments()
-        if segs:
-            last = int(segs[-1].stem) - 1
-            for entry in self._read_segment(segs[-1]):
-                last = entry.seq
-        return last
-
-    def _read_segment(self, seg: Path) -> Iterator[Entry]:
+        if not segs:
+            return 0
+        seg = segs[-1]
+        size = seg.stat().st_size
+        window = 1 << 20
         with open(seg, "rb") as fh:
-            for line in fh:
-                entry = decode(line)
-                if entry is not None:
-                    yield entry
+            while True:
+                start = max(0, size - window)
+                fh.seek(start)
+                lines = fh.read().split(b"\n")
+                if start > 0:
+                    lines = lines[1:]  # the first piece may be the end of a longer line
+                for raw in reversed(lines):
+                    entry = decode(raw + b"\n")
+                    if entry is not None:
+                        return entry.seq
+                if start == 0:
+                    return int(seg.stem) - 1
+                window *= 8
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.segments())

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +77,9 @@ class ProjectStore:
         self._state_path = self.folder / "journal" / "projections.json"
         self.state = Projections.load(self._state_path)
         self._index: ProjectIndex | None = None
+        self._index_lock = threading.Lock()
         self._writable = False
+        self._behind = False  # a projection failed after its events were journaled
         self._embedder_down_until = 0.0
         self.on_embedder_problem: Callable[[str], None] = lambda msg: log.warning("%s", msg)
 
@@ -86,9 +89,14 @@ class ProjectStore:
 
     @property
     def index(self) -> ProjectIndex:
-        if self._index is None:
-            self._index = ProjectIndex(self.index_uri)
-        return self._index
+        with self._index_lock:  # the writer and a reader may both be first
+            if self._index is None:
+                self._index = ProjectIndex(self.index_uri)
+            return self._index
+
+    @property
+    def writable(self) -> bool:
+        return self._writable
 
     def open_for_write(self) -> int:
         """Lock the project for this process and catch the projections up. Returns events replayed."""
@@ -158,8 +166,16 @@ class ProjectStore:
             items = kept
         if not items:
             return []
+        if self._behind:
+            self._replay()
+            self._behind = False
         entries = self.journal.append(list(items))
-        self._project(entries)
+        try:
+            self._project(entries)
+        except Exception:  # noqa: BLE001 — the events are durable; the projections catch up later
+            self._behind = True
+            log.exception("saved to the journal, but updating the index or Markdown failed; "
+                          "it will be retried with the next write or the next start")
         return entries
 
     def _project(self, entries: list[Entry], replay: bool = False, present: set[str] | None = None) -> None:

@@ -18,13 +18,13 @@ from app.core.records import (
     check_id,
     check_name,
     check_role,
+    check_speaker,
     check_text,
     now_ms,
     parse_ts,
     stable_id,
 )
 
-KNOWN_KEYS = {"text", "id", "project", "conversation_id", "role", "speaker", "timestamp", "turn_id"}
 
 
 class ImportProblem(ValueError):
@@ -80,9 +80,7 @@ def _parse_line(line: str, default_project: str, default_ms: int, seen: dict[tup
     projects.folder_name(project)
     conversation = check_name(obj.get("conversation_id", "default"), "conversation_id")
     role = check_role(obj.get("role", "user"))
-    speaker = obj.get("speaker", "")
-    if not isinstance(speaker, str) or len(speaker) > 200:
-        raise RecordError("speaker must be a string of at most 200 characters")
+    speaker = check_speaker(obj.get("speaker", ""))
     turn_id = obj.get("turn_id", "")
     if not isinstance(turn_id, str):
         raise RecordError("turn_id must be a string")
@@ -94,6 +92,6 @@ def _parse_line(line: str, default_project: str, default_ms: int, seen: dict[tup
         key = (project, conversation, role, speaker, ts_raw or "", text)
         seen[key] = seen.get(key, 0) + 1
         mid = stable_id(*key, seen[key])
-    msg = Message(id=mid, project=project, conversation_id=conversation, role=role, speaker=speaker.strip(),
+    msg = Message(id=mid, project=project, conversation_id=conversation, role=role, speaker=speaker,
                   text=text, ts_ms=ts_ms, turn_id=turn_id)
     return ImportItem(project, msg)

@@ -18,7 +18,18 @@ from typing import Callable
 from app import resources
 from app.core import projects
 from app.core.fusion import Candidate, fuse
-from app.core.records import Memory, Message, RecordError, check_id, check_name, check_role, check_text, new_id, now_ms
+from app.core.records import (
+    Memory,
+    Message,
+    RecordError,
+    check_id,
+    check_name,
+    check_role,
+    check_speaker,
+    check_text,
+    new_id,
+    now_ms,
+)
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
 from app.memory.index import Filters
@@ -127,7 +138,7 @@ class MemoryService:
         msg = Message(
             id=check_id(message_id) if message_id else new_id(), project=name,
             conversation_id=check_name(conversation_id, "conversation_id"), role=check_role(role),
-            speaker=speaker, text=check_text(text), ts_ms=ts_ms if ts_ms is not None else now_ms(), turn_id=turn_id,
+            speaker=check_speaker(speaker), text=check_text(text), ts_ms=ts_ms if ts_ms is not None else now_ms(), turn_id=turn_id,
         )
         return msg, self.writer.submit(name, [(OP_MESSAGE_ADD, msg.to_event())])
 
@@ -206,7 +217,7 @@ class MemoryService:
     def _upkeep(self) -> bool:
         """One small step of background upkeep on the writer thread; True while more remains."""
         with self._stores_lock:
-            stores = [s for s in self._stores.values() if s.journal._fh is not None]
+            stores = [s for s in self._stores.values() if s.writable]
         for store in stores:
             if store.fill_vectors():
                 return True

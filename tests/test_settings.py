@@ -1,0 +1,72 @@
+"""Settings: declared once; file < environment < flags; bad values explained."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app import settings as settings_mod
+from app.settings import Settings, SettingsError, load
+
+
+def _write(tmp_path, text):
+    cfg = tmp_path / "config"
+    cfg.mkdir(exist_ok=True)
+    (cfg / "kelvin.toml").write_text(text, encoding="utf-8")
+
+
+def test_defaults_and_every_option_is_described(monkeypatch):
+    monkeypatch.delenv("KELVIN_DATA_DIR")
+    monkeypatch.delenv("KELVIN_EMBEDDER")
+    monkeypatch.delenv("KELVIN_OLLAMA_HOST")
+    s = load()
+    assert (s.project, s.embedder, s.ollama_host, s.num_ctx) == \
+        ("default", "ollama:nomic-embed-text", "http://127.0.0.1:11434", 8192)
+    described = Settings.describe()
+    assert all(desc for _, _, desc, _ in described)
+    assert {name for name, *_ in described} >= {"data_dir", "ollama_host", "embedder", "chat_model", "project"}
+    # from a source checkout the data lives in session_data/
+    assert s.data_path() == Path(settings_mod.__file__).resolve().parent.parent / "session_data"
+
+
+def test_file_then_environment_then_flags(tmp_path, monkeypatch):
+    _write(tmp_path, 'schema_version = 1\nproject = "from-file"\nchat_model = "qwen2.5:7b"\nnum_ctx = 4096\n')
+    monkeypatch.delenv("KELVIN_EMBEDDER")
+    s = load()
+    assert (s.project, s.chat_model, s.num_ctx) == ("from-file", "qwen2.5:7b", 4096)
+    monkeypatch.setenv("KELVIN_PROJECT", "from-env")
+    monkeypatch.setenv("KELVIN_CHAT_MODEL", "llama3.2:3b")
+    assert (load().project, load().chat_model) == ("from-env", "llama3.2:3b")
+    assert load({"project": "from-flag", "data_dir": None}).project == "from-flag"
+
+
+def test_ollama_host_honours_the_usual_variable(monkeypatch):
+    monkeypatch.delenv("KELVIN_OLLAMA_HOST")
+    monkeypatch.setenv("OLLAMA_HOST", "http://gpu-box:11434")
+    assert load().ollama_host == "http://gpu-box:11434"
+    monkeypatch.setenv("KELVIN_OLLAMA_HOST", "http://127.0.0.1:11500")
+    assert load().ollama_host == "http://127.0.0.1:11500"  # Kelvin's own wins
+
+
+@pytest.mark.parametrize("text, message", [
+    ("num_ctx = 'big'", "must be a int"),
+    ("num_ctx = 100", "at least 512"),
+    ("embedder = [", "not valid TOML"),
+    ("schema_version = 99", "understands up to 1"),
+])
+def test_bad_settings_are_explained(tmp_path, text, message):
+    _write(tmp_path, text)
+    with pytest.raises(SettingsError, match=message):
+        load()
+
+
+def test_unknown_keys_are_ignored_with_a_warning(tmp_path, caplog):
+    _write(tmp_path, 'colour = "blue"\nproject = "p"\n')
+    assert load().project == "p"
+    assert "unknown setting 'colour'" in caplog.text
+
+
+def test_data_dir_flag_and_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("KELVIN_DATA_DIR", str(tmp_path / "env-data"))
+    assert load().data_path() == (tmp_path / "env-data").resolve()
+    assert load({"data_dir": str(tmp_path / "flag-data")}).data_path() == (tmp_path / "flag-data").resolve()
