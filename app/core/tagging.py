@@ -62,64 +62,122 @@ def merge(base: dict, extra: dict) -> dict:
     return out
 
 
-def _terms_regex(terms: tuple[str, ...]) -> re.Pattern[str] | None:
-    if not terms:
-        return None
-    alts = sorted({re.escape(t) for t in terms}, key=len, reverse=True)
-    return re.compile(r"(?<![\w-])(?:" + "|".join(alts) + r")(?![\w-])", re.IGNORECASE)
+_TOKEN = re.compile(r"[a-z0-9]+(?:['.-][a-z0-9]+)*|[=:]")
+_VALUE = re.compile(r"[-+]?\d+(?:[.,]\d+)?(?:%|mm|px|k|ev|x|ms|s|°)?")
+_JOINERS = {"to", "at", "=", ":", "is", "of"}
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+class _Lexicon:
+    """Terms of one or more words, found by longest match over the text's tokens (a dict lookup
+    per token and length: fast on long pastes, unlike one regex alternation of hundreds of terms)."""
+
+    def __init__(self) -> None:
+        self._terms: dict[tuple[str, ...], set[str]] = {}
+        self._sizes: dict[str, list[int]] = {}  # first word → term lengths starting with it, longest first
+
+    def add(self, term: str, label: str) -> None:
+        key = tuple(tokens(term))
+        if key:
+            self._terms.setdefault(key, set()).add(label)
+            sizes = self._sizes.setdefault(key[0], [])
+            if len(key) not in sizes:
+                sizes.append(len(key))
+                sizes.sort(reverse=True)
+
+    def scan(self, toks: list[str]) -> list[tuple[int, int, set[str]]]:
+        """(start, end, labels) of each longest match, left to right, not overlapping."""
+        found = []
+        i, n = 0, len(toks)
+        sizes_of = self._sizes.get
+        while i < n:
+            for size in sizes_of(toks[i], ()):
+                labels = self._terms.get(tuple(toks[i : i + size])) if i + size <= n else None
+                if labels:
+                    found.append((i, i + size, labels))
+                    i += size - 1
+                    break
+            i += 1
+        return found
 
 
 class RuleTagger:
     def __init__(self, taxonomy: Taxonomy):
-        self._domains = [(d, _terms_regex(t)) for d, t in taxonomy.domains.items()]
-        self._engine_names = [(e, _terms_regex(t)) for e, t in taxonomy.engine_names.items()]
-        self._engine_hints = [(e, _terms_regex(t)) for e, t in taxonomy.engine_hints.items()]
-        self._types = {t: _terms_regex(terms) for t, terms in taxonomy.type_terms.items()}
-        params = tuple(t for terms in taxonomy.domains.values() for t in terms) + tuple(
-            h for hints in taxonomy.engine_hints.values() for h in hints
-        )
-        param_alt = "|".join(sorted({re.escape(p) for p in params}, key=len, reverse=True)) or r"(?!x)x"
+        self._order = list(taxonomy.domains)
+        self._words = _Lexicon()  # domains, engines, parameters
+        for domain, terms in taxonomy.domains.items():
+            for t in terms:
+                self._words.add(t, f"domain:{domain}")
+                self._words.add(t, "param")
+        for engine, names in taxonomy.engine_names.items():
+            for t in names:
+                self._words.add(t, f"engine:{engine}")
+        for engine, hints in taxonomy.engine_hints.items():
+            for t in hints:
+                self._words.add(t, f"hint:{engine}")
+                self._words.add(t, "param")
+        self._kinds = _Lexicon()  # critique, instruction and logic phrases
+        for kind, terms in taxonomy.type_terms.items():
+            for t in terms:
+                self._kinds.add(t, kind)
         verb_alt = "|".join(sorted({re.escape(v) for v in taxonomy.setting_verbs}, key=len, reverse=True)) or r"(?!x)x"
-        # "GI clamp 10", "max samples: 1024", "clamp = 25", "set X to 5", "went with 1024 samples"
-        self._setting = re.compile(
-            rf"(?<![\w-])(?:{param_alt})\s*(?:[:=]|\bto\b|\bat\b)?\s*{_NUMBER}(?![\w.])"
-            rf"|(?<![\w-])(?:{verb_alt})\b[^.\n]{{0,40}}?\b(?:to|=|at|with)\s*{_NUMBER}(?![\w.])"
+        # "set the clamp to 10", "went with 1024 samples"; "GI clamp 10" is found from the tokens
+        self._setting_phrase = re.compile(
+            rf"(?<![\w-])(?:{verb_alt})\b[^.\n]{{0,40}}?\b(?:to|=|at|with)\s*{_NUMBER}(?![\w.])"
             rf"|(?<![\w-])(?:went with|going with|settled on|using)\s+{_NUMBER}",
             re.IGNORECASE,
         )
 
     def tag(self, text: str) -> Tags:
         sample = text[:20_000]  # tags come from the head of a huge paste; the whole text is still indexed
-        return Tags(domain=self._domain(sample), type=self._type(sample), engine=self._engine(sample))
+        toks = tokens(sample)
+        words = self._words.scan(toks)
+        return Tags(domain=self._domain(words), type=self._type(sample, toks, words), engine=self._engine(words))
 
-    def _domain(self, text: str) -> str:
-        best, best_hits = "general", 0
-        for domain, rx in self._domains:
-            # a multi-word term ("gi clamp") is stronger evidence than a single word ("gi")
-            hits = sum(1 + m.count(" ") for m in rx.findall(text)) if rx else 0
-            if hits > best_hits:
-                best, best_hits = domain, hits
-        return best
+    def _domain(self, words) -> str:
+        scores: dict[str, int] = {}
+        for start, end, labels in words:
+            for label in labels:
+                if label.startswith("domain:"):
+                    # a multi-word term ("gi clamp") is stronger evidence than a single word ("gi")
+                    scores[label[7:]] = scores.get(label[7:], 0) + (end - start)
+        if not scores:
+            return "general"
+        return max(scores, key=lambda d: (scores[d], -self._order.index(d)))
 
-    def _engine(self, text: str) -> str | None:
-        for group in (self._engine_names, self._engine_hints):
-            counts = [(len(rx.findall(text)), e) for e, rx in group if rx]
-            counts = [c for c in counts if c[0]]
+    @staticmethod
+    def _engine(words) -> str | None:
+        for prefix in ("engine:", "hint:"):
+            counts: dict[str, int] = {}
+            for _, _, labels in words:
+                for label in labels:
+                    if label.startswith(prefix):
+                        counts[label[len(prefix):]] = counts.get(label[len(prefix):], 0) + 1
             if counts:
-                return max(counts, key=lambda c: c[0])[1]
+                return max(counts, key=lambda e: counts[e])
         return None
 
-    def _type(self, text: str) -> str:
-        if self._setting.search(text):
+    def _type(self, text: str, toks: list[str], words) -> str:
+        for _, end, labels in words:
+            if "param" in labels:
+                nxt = end
+                while nxt < len(toks) and toks[nxt] in _JOINERS:
+                    nxt += 1
+                if nxt < len(toks) and _VALUE.fullmatch(toks[nxt]):
+                    return "setting"
+        if self._setting_phrase.search(text):
             return "setting"
-        for kind in ("critique", "instruction", "logic"):
-            rx = self._types.get(kind)
-            if rx is None:
-                continue
-            if kind == "instruction":
-                first = text.lstrip().split("\n", 1)[0]
-                if rx.match(first.lstrip("-*• ")) or re.search(r"\b(?:always|never|remember|please)\b", first, re.I):
-                    return kind
-            elif rx.search(text):
-                return kind
+        kinds = {label for _, _, labels in self._kinds.scan(toks) for label in labels}
+        if "critique" in kinds:
+            return "critique"
+        first = tokens(text.lstrip().split("\n", 1)[0])
+        opening = self._kinds.scan(first[:3])
+        if (opening and opening[0][0] == 0 and "instruction" in opening[0][2]) or \
+                {"always", "never", "remember", "please"} & set(first):
+            return "instruction"
+        if "logic" in kinds:
+            return "logic"
         return "dialogue"

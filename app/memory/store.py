@@ -205,13 +205,15 @@ class ProjectStore:
             vectors = self._embed({m.id: m.text for m in memories})
             self.index.put_memories(memories, vectors, upsert=replay)
             return
+        tagged = {e.seq: self.to_message(e.data) for e in run if e.seq > min(self.state.markdown_seq,
+                                                                              self.state.index_seq)}
         if md_todo:
-            msgs = [self.to_message(e.data) for e in md_todo]
+            msgs = [tagged[e.seq] for e in md_todo]
             if present is not None:
                 msgs = [m for m in msgs if m.id not in present]
             self.book.append(msgs)
         if ix_todo:
-            msgs = [self.to_message(e.data) for e in ix_todo]
+            msgs = [tagged[e.seq] for e in ix_todo]
             texts = {row["chunk_id"]: row["text"] for m in msgs for row in message_rows(m)}
             self.index.put_messages(msgs, self._embed(texts), upsert=replay)
 
