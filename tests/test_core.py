@@ -103,6 +103,9 @@ def test_unusable_project_names_are_refused():
     ("The roughness reads wrong because the IOR is off on the glass material", "shading", "logic", None),
     ("thanks, see you tomorrow", "general", "dialogue", None),
     ("maxsubdivs 4 on the displacement", "optimization", "setting", "vray"),
+    # "key light" and "light intensity" overlap: the value still belongs to a parameter
+    ("Redshift: the key light intensity 5 looks right", "lighting", "setting", "redshift"),
+    ("depth of field is too strong", "camera", "critique", None),
 ])
 def test_rule_tagger(tagger, text, domain, kind, engine):
     tags = tagger.tag(text)

@@ -78,15 +78,24 @@ class _Lexicon:
     def __init__(self) -> None:
         self._terms: dict[tuple[str, ...], set[str]] = {}
         self._sizes: dict[str, list[int]] = {}  # first word → term lengths starting with it, longest first
+        self._longest = 1
 
     def add(self, term: str, label: str) -> None:
         key = tuple(tokens(term))
         if key:
             self._terms.setdefault(key, set()).add(label)
+            self._longest = max(self._longest, len(key))
             sizes = self._sizes.setdefault(key[0], [])
             if len(key) not in sizes:
                 sizes.append(len(key))
                 sizes.sort(reverse=True)
+
+    def ending_at(self, toks: list[str], end: int) -> set[str]:
+        """Labels of every term that ends just before ``toks[end]``, overlapping ones included."""
+        out: set[str] = set()
+        for size in range(1, min(self._longest, end) + 1):
+            out |= self._terms.get(tuple(toks[end - size : end]), set())
+        return out
 
     def scan(self, toks: list[str]) -> list[tuple[int, int, set[str]]]:
         """(start, end, labels) of each longest match, left to right, not overlapping."""
@@ -135,7 +144,7 @@ class RuleTagger:
         sample = text[:20_000]  # tags come from the head of a huge paste; the whole text is still indexed
         toks = tokens(sample)
         words = self._words.scan(toks)
-        return Tags(domain=self._domain(words), type=self._type(sample, toks, words), engine=self._engine(words))
+        return Tags(domain=self._domain(words), type=self._type(sample, toks), engine=self._engine(words))
 
     def _domain(self, words) -> str:
         scores: dict[str, int] = {}
@@ -160,13 +169,13 @@ class RuleTagger:
                 return max(counts, key=lambda e: counts[e])
         return None
 
-    def _type(self, text: str, toks: list[str], words) -> str:
-        for _, end, labels in words:
-            if "param" in labels:
-                nxt = end
-                while nxt < len(toks) and toks[nxt] in _JOINERS:
-                    nxt += 1
-                if nxt < len(toks) and _VALUE.fullmatch(toks[nxt]):
+    def _type(self, text: str, toks: list[str]) -> str:
+        for pos, tok in enumerate(toks):
+            if pos and _VALUE.fullmatch(tok):  # a value: is a parameter named just before it?
+                end = pos
+                while end > 0 and toks[end - 1] in _JOINERS:
+                    end -= 1
+                if "param" in self._words.ending_at(toks, end):
                     return "setting"
         if self._setting_phrase.search(text):
             return "setting"
