@@ -16,7 +16,6 @@ from typing import Iterable, Sequence
 import pyarrow as pa
 
 from app.core import chunking
-from app.core.fusion import Candidate
 from app.core.records import Memory, Message, Tags
 
 log = logging.getLogger("kelvin.index")
@@ -27,8 +26,9 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 
 CHUNKS = "chunks"
 MEMORIES = "memories"
-VECTOR_INDEX_MIN_ROWS = 20_000
-KEEP_OLD_VERSIONS = timedelta(minutes=1)  # readers in other processes may still be on a recent version  # below this a flat scan is fast enough and an index is not worth building
+VECTOR_INDEX_MIN_ROWS = 5_000  # a flat scan of 10k vectors already takes ~10 ms; the index builds in ~2 s
+FILTER_INDEX_MIN_ROWS = 5_000  # below this a prefilter scan is cheap
+KEEP_OLD_VERSIONS = timedelta(minutes=1)  # readers in other processes may still be on a recent version
 
 _CHUNK_COLS = ["chunk_id", "message_id", "chunk_index", "n_chunks", "project", "conversation_id", "turn_id",
                "role", "speaker", "ts_ms", "domain", "type", "engine", "text"]
@@ -105,7 +105,7 @@ def message_rows(m: Message) -> list[dict]:
     ]
 
 
-def _message_from_rows(rows: list[dict]) -> Message:
+def message_from_rows(rows: list[dict]) -> Message:
     rows = sorted(rows, key=lambda r: r["chunk_index"])
     r = rows[0]
     return Message(
@@ -132,16 +132,21 @@ class ProjectIndex:
         self._chunks = self._db.open_table(CHUNKS) if CHUNKS in names else None
         self._memories = self._db.open_table(MEMORIES) if MEMORIES in names else None
         self.writes_since_optimize = 0
+        self._dim = self._read_dim()
 
     # ---- schema ------------------------------------------------------------------------------------
     @property
     def exists(self) -> bool:
         return self._chunks is not None and self._memories is not None
 
-    def vector_dim(self) -> int:
+    def _read_dim(self) -> int:
         if self._chunks is None or "vector" not in self._chunks.schema.names:
             return 0
         return self._chunks.schema.field("vector").type.list_size
+
+    def vector_dim(self) -> int:
+        """Width of the stored vectors (0: none). Cached: reading the schema costs a manifest read."""
+        return self._dim
 
     def create(self, dim: int) -> None:
         """Create (or recreate, empty) both tables for vectors of ``dim`` (0: none)."""
@@ -151,6 +156,7 @@ class ProjectIndex:
         for tbl in (self._chunks, self._memories):
             tbl.create_index("text", config=fts, replace=True)
         self._chunks.create_index("message_id", config=self._BTree(), replace=True)
+        self._dim = dim
 
     def set_vector_dim(self, dim: int) -> None:
         """Switch embedders: drop every vector (they are not comparable) and make room for new ones."""
@@ -162,6 +168,7 @@ class ProjectIndex:
                 tbl.drop_columns(["vector"])
             if dim:
                 tbl.add_columns(_vector_field(dim))
+        self._dim = dim
 
     # ---- messages ----------------------------------------------------------------------------------
     def put_messages(self, messages: Sequence[Message], vectors: dict[str, list[float]] | None = None,
@@ -194,7 +201,7 @@ class ProjectIndex:
         grouped: dict[str, list[dict]] = {}
         for r in rows:
             grouped.setdefault(r["message_id"], []).append(r)
-        return {mid: _message_from_rows(rs) for mid, rs in grouped.items()}
+        return {mid: message_from_rows(rs) for mid, rs in grouped.items()}
 
     def messages_present(self, ids: Sequence[str]) -> list[str]:
         """Which of these message ids are stored."""
@@ -235,7 +242,9 @@ class ProjectIndex:
         self.writes_since_optimize += 1
 
     # ---- search ------------------------------------------------------------------------------------
-    def search_text(self, query: str, where: str, limit: int) -> list[tuple[Candidate, float]]:
+    def search_text(self, query: str, where: str, limit: int) -> list[tuple[dict, float]]:
+        """BM25 over chunk text: (chunk row, score), best first. Rows carry everything needed to
+        build a one-chunk message without another query."""
         from lancedb.query import MatchQuery
 
         if not query.strip():
@@ -243,17 +252,18 @@ class ProjectIndex:
         q = self._chunks.search(MatchQuery(query, "text"), query_type="fts")
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.select(["message_id", "ts_ms", "text", "_score"]).limit(limit).to_list()
-        return [(Candidate(r["message_id"], r["ts_ms"], r["text"]), float(r["_score"])) for r in rows]
+        rows = q.select(_CHUNK_COLS + ["_score"]).limit(limit).to_list()
+        return [(r, float(r["_score"])) for r in rows]
 
-    def search_vector(self, vector: list[float], where: str, limit: int) -> list[tuple[Candidate, float]]:
-        if not self.vector_dim():
+    def search_vector(self, vector: list[float], where: str, limit: int) -> list[tuple[dict, float]]:
+        """Nearest chunks by cosine distance: (chunk row, distance), nearest first."""
+        if not self._dim:
             return []
         q = self._chunks.search(vector, vector_column_name="vector").distance_type("cosine")
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.select(["message_id", "ts_ms", "text", "_distance"]).limit(limit).to_list()
-        return [(Candidate(r["message_id"], r["ts_ms"], r["text"]), float(r["_distance"])) for r in rows]
+        rows = q.select(_CHUNK_COLS + ["_distance"]).limit(limit).to_list()
+        return [(r, float(r["_distance"])) for r in rows]
 
     # ---- curated memories --------------------------------------------------------------------------
     def put_memories(self, memories: Sequence[Memory], vectors: dict[str, list[float]] | None = None,
@@ -308,6 +318,24 @@ class ProjectIndex:
             tbl.optimize(cleanup_older_than=KEEP_OLD_VERSIONS)
         self.writes_since_optimize = 0
 
+    def ensure_filter_indexes(self) -> bool:
+        """Bitmap indexes on the filter columns and a BTree on time, once the table is big enough
+        for a prefiltered search to need them. Returns True if any was built."""
+        from lancedb.index import Bitmap
+
+        if self._chunks.count_rows() < FILTER_INDEX_MIN_ROWS:
+            return False
+        have = {c for i in self._chunks.list_indices() for c in i.columns}
+        built = False
+        for column in ("domain", "type", "engine"):
+            if column not in have:
+                self._chunks.create_index(column, config=Bitmap(), replace=True)
+                built = True
+        if "ts_ms" not in have:
+            self._chunks.create_index("ts_ms", config=self._BTree(), replace=True)
+            built = True
+        return built
+
     def ensure_vector_index(self) -> bool:
         """Build an ANN index once there are enough vectors to need one. Returns True if built."""
         from lancedb.index import IvfHnswSq
@@ -317,7 +345,7 @@ class ProjectIndex:
         with_vectors = self._chunks.count_rows("vector IS NOT NULL")
         if with_vectors < VECTOR_INDEX_MIN_ROWS:
             return False
-        partitions = max(1, with_vectors // 8192)
+        partitions = max(1, with_vectors // 4096)
         self._chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine", num_partitions=partitions),
                                   replace=True)
         return True

@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 import tomllib
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -32,7 +32,7 @@ from app.core.records import (
 )
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
-from app.memory.index import Filters
+from app.memory.index import Filters, message_from_rows
 from app.memory.journal import StoreLocked
 from app.memory.store import (
     OP_MEMORY_ADD,
@@ -96,6 +96,8 @@ class MemoryService:
         self._stores_lock = threading.Lock()
         self._query_embed_down_until = 0.0
         self._caught_up: set[str] = set()
+        # the full-text and vector legs of a search run side by side (LanceDB releases the GIL)
+        self._legs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kelvin-search")
         self.writer = CommitQueue(self._apply, idle=self._upkeep)
 
     # ---- projects ----------------------------------------------------------------------------------
@@ -210,6 +212,7 @@ class MemoryService:
         def run():
             store.open_for_write()
             store.index.optimize()
+            store.index.ensure_filter_indexes()
             store.index.ensure_vector_index()
 
         self.writer.call(run).result()
@@ -225,6 +228,9 @@ class MemoryService:
             if store.index.writes_since_optimize >= OPTIMIZE_AFTER_WRITES:
                 store.index.optimize()
                 return True
+        for store in stores:
+            if store.index.ensure_filter_indexes() or store.index.ensure_vector_index():
+                return True
         return False
 
     def flush(self, timeout: float | None = None) -> None:
@@ -233,6 +239,7 @@ class MemoryService:
     def close(self) -> None:
         """Drain the writer (no accepted commit is dropped), release the projects, hang up."""
         self.writer.close()
+        self._legs.shutdown(wait=True)
         with self._stores_lock:
             for store in self._stores.values():
                 store.close()
@@ -285,25 +292,34 @@ class MemoryService:
         vector = query_vector if query_vector is not None else self._query_vector(query, stores)
         where = filters.where()
         limit = max(20, k * CANDIDATES_PER_K)
-        text_hits: list[tuple[Candidate, float]] = []
-        vector_hits: list[tuple[Candidate, float]] = []
+        legs = []
         for s in stores:
-            prefix = s.folder.name + "\x1f"
-            for cand, score in s.index.search_text(query, where, limit):
-                text_hits.append((Candidate(prefix + cand.message_id, cand.ts_ms, cand.text), score))
+            legs.append((s, "text", self._legs.submit(s.index.search_text, query, where, limit)))
             if vector is not None and s.index.vector_dim() == len(vector):
-                for cand, dist in s.index.search_vector(vector, where, limit):
-                    vector_hits.append((Candidate(prefix + cand.message_id, cand.ts_ms, cand.text), dist))
-        text_hits.sort(key=lambda h: -h[1])
-        vector_hits.sort(key=lambda h: h[1])
-        fused = fuse([[c for c, _ in text_hits], [c for c, _ in vector_hits]], query)[:k]
-        by_store: dict[str, list[str]] = {}
-        for f in fused:
-            folder, _, mid = f.message_id.partition("\x1f")
-            by_store.setdefault(folder, []).append(mid)
+                legs.append((s, "vector", self._legs.submit(s.index.search_vector, vector, where, limit)))
+        text_hits: list[tuple[dict, float]] = []
+        vector_hits: list[tuple[dict, float]] = []
+        for s, kind, future in legs:
+            for row, score in future.result():
+                row["_key"] = s.folder.name + "\x1f" + row["message_id"]
+                (text_hits if kind == "text" else vector_hits).append((row, score))
+        text_hits.sort(key=lambda h: -h[1])  # BM25: higher is better
+        vector_hits.sort(key=lambda h: h[1])  # cosine distance: lower is better
+        rows = {row["_key"]: row for row, _ in vector_hits + text_hits}
+        fused = fuse([[Candidate(r["_key"], r["ts_ms"], r["text"]) for r, _ in hits]
+                      for hits in (text_hits, vector_hits)], query)[:k]
+        # one-chunk messages are whole already; longer ones are put back together from their chunks
         found: dict[str, Message] = {}
+        wanted: dict[str, list[str]] = {}
+        for f in fused:
+            row = rows[f.message_id]
+            if row["n_chunks"] == 1:
+                found[f.message_id] = message_from_rows([row])
+            else:
+                folder, _, mid = f.message_id.partition("\x1f")
+                wanted.setdefault(folder, []).append(mid)
         for s in stores:
-            for mid, msg in s.index.messages(by_store.get(s.folder.name, [])).items():
+            for mid, msg in s.index.messages(wanted.get(s.folder.name, [])).items():
                 found[s.folder.name + "\x1f" + mid] = msg
         return [Hit(found[f.message_id], f.score) for f in fused if f.message_id in found]
 
