@@ -203,14 +203,10 @@ class ProjectIndex:
             grouped.setdefault(r["message_id"], []).append(r)
         return {mid: message_from_rows(rs) for mid, rs in grouped.items()}
 
-    def messages_present(self, ids: Sequence[str]) -> list[str]:
-        """Which of these message ids are stored."""
-        found: list[str] = []
-        for i in range(0, len(ids), 1000):
-            where = "chunk_index = 0 AND " + sql_in("message_id", ids[i : i + 1000])
-            found += [r["message_id"] for r in self._chunks.search().where(where).select(["message_id"])
-                      .limit(None).to_list()]
-        return found
+    def message_ids(self) -> set[str]:
+        """Every stored message id."""
+        table = self._chunks.search().where("chunk_index = 0").select(["message_id"]).limit(None).to_arrow()
+        return set(table.column("message_id").to_pylist())
 
     def message_heads(self, where: str = "") -> list[dict]:
         """id, time and tags of every message (first chunks only), for listing and stats."""

@@ -80,6 +80,7 @@ class ProjectStore:
         self._index_lock = threading.Lock()
         self._writable = False
         self._behind = False  # a projection failed after its events were journaled
+        self._known: set[str] | None = None  # message ids stored, once loaded (writer thread only)
         self._embedder_down_until = 0.0
         self.on_embedder_problem: Callable[[str], None] = lambda msg: log.warning("%s", msg)
 
@@ -153,23 +154,22 @@ class ProjectStore:
         """Journal the events durably, then project them. A message whose id is already stored is
         left out, so committing or importing the same message twice changes nothing."""
         self.open_for_write()
-        adds = [d["id"] for op, d in items if op == OP_MESSAGE_ADD]
-        if adds:
-            seen = set(self.index.messages_present(adds))
-            kept = []
-            for op, d in items:
-                if op == OP_MESSAGE_ADD:
-                    if d["id"] in seen:
-                        continue
-                    seen.add(d["id"])
-                kept.append((op, d))
-            items = kept
-        if not items:
-            return []
         if self._behind:
             self._replay()
             self._behind = False
-        entries = self.journal.append(list(items))
+        known = self._known_ids()
+        batch: set[str] = set()
+        kept = []
+        for op, d in items:
+            if op == OP_MESSAGE_ADD:
+                if d["id"] in known or d["id"] in batch:
+                    continue
+                batch.add(d["id"])
+            kept.append((op, d))
+        if not kept:
+            return []
+        entries = self.journal.append(kept)
+        known |= batch
         try:
             self._project(entries)
         except Exception:  # noqa: BLE001 — the events are durable; the projections catch up later
@@ -177,6 +177,13 @@ class ProjectStore:
             log.exception("saved to the journal, but updating the index or Markdown failed; "
                           "it will be retried with the next write or the next start")
         return entries
+
+    def _known_ids(self) -> set[str]:
+        """Ids of the stored messages, kept in memory by the writer: the duplicate check on every
+        commit is a set lookup, not an index query (which grows with the table's versions)."""
+        if self._known is None:
+            self._known = self.index.message_ids()
+        return self._known
 
     def _project(self, entries: list[Entry], replay: bool = False, present: set[str] | None = None) -> None:
         """Apply journal entries to Markdown and the index, in order, batching runs of adds."""
@@ -220,6 +227,8 @@ class ProjectStore:
     def _apply_one(self, entry: Entry, replay: bool) -> None:
         data = entry.data
         if entry.op == OP_MESSAGE_DELETE:
+            if self._known is not None:
+                self._known.discard(data["id"])
             self.index.delete_messages([data["id"]])
             self.book.remove(data["id"])
         elif entry.op == OP_MESSAGE_EDIT:
@@ -280,6 +289,7 @@ class ProjectStore:
         self.open_for_write()
         messages, memories = self._fold()
         last = self.journal.last_seq()
+        self._known = None
         self.index.create(self._embedder_dim())
         ordered = sorted(messages.values(), key=lambda m: m.ts_ms)  # stable: ties keep journal order
         for i in range(0, len(ordered), 2000):
