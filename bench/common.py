@@ -5,11 +5,13 @@ cached under ``bench/results/`` (git-ignored), so a second run skips the slow em
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import platform
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # benchmarks never read an artist's kelvin.toml or environment overrides
 os.environ["KELVIN_CONFIG_DIR"] = tempfile.mkdtemp(prefix="kelvin-bench-config-")
+atexit.register(shutil.rmtree, os.environ["KELVIN_CONFIG_DIR"], True)
 for _var in ("KELVIN_EMBEDDER", "KELVIN_INDEX_URI", "KELVIN_DATA_DIR", "KELVIN_PROJECT"):
     os.environ.pop(_var, None)
 
@@ -39,9 +42,20 @@ def log(*parts) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
+def app_sources_hash() -> str:
+    """A fingerprint of app/ as it is on disk (the code under test may be uncommitted)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for p in sorted((ROOT / "app").rglob("*.py")):
+        h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def emit(doc: dict) -> None:
     """The one JSON document a benchmark prints to stdout."""
     doc["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    doc["app_sources_at_end"] = app_sources_hash()
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
@@ -72,7 +86,7 @@ def machine_info() -> dict:
     return {
         "cpu": cpu, "logical_cores": os.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "os": platform.platform(), "python": platform.python_version(), "versions": versions,
-        "git": rev + ("+dirty(app)" if dirty else ""),
+        "git": rev + ("+dirty(app)" if dirty else ""), "app_sources": app_sources_hash(),
         "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
@@ -124,6 +138,13 @@ def to_items(msgs: list[dict], project: str = "bench"):
     return [ImportItem(project, Message(id=m["id"], project=project, conversation_id=m["conversation_id"],
                                         role=m["role"], speaker="", text=m["text"], ts_ms=m["ts_ms"]))
             for m in msgs]
+
+
+def candidate(x):
+    """A search leg's result as a fusion Candidate, whether the index returns Candidates or chunk rows."""
+    from app.core.fusion import Candidate
+
+    return Candidate(x["message_id"], x["ts_ms"], x["text"]) if isinstance(x, dict) else x
 
 
 # ---- the rendering vocabulary ------------------------------------------------------------------------
@@ -489,6 +510,9 @@ class LookupEmbedder:
 
     def dim(self) -> int:
         return 384
+
+    def close(self) -> None:
+        pass
 
     def embed(self, texts, kind="document"):
         missing = [t for t in texts if t not in self.table]

@@ -28,9 +28,10 @@ KS = (1, 3, 5)
 
 def dedupe(rows, k: int) -> list[str]:
     out: list[str] = []
-    for cand, _ in rows:
-        if cand.message_id not in out:
-            out.append(cand.message_id)
+    for x, _ in rows:
+        mid = c.candidate(x).message_id
+        if mid not in out:
+            out.append(mid)
         if len(out) == k:
             break
     return out

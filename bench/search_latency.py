@@ -29,9 +29,10 @@ def numpy_topk(matrix: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
 
 def unique_ids(rows, k: int) -> list[str]:
     out: list[str] = []
-    for cand, _ in rows:
-        if cand.message_id not in out:
-            out.append(cand.message_id)
+    for x, _ in rows:
+        mid = c.candidate(x).message_id
+        if mid not in out:
+            out.append(mid)
     return out[:k]
 
 
@@ -75,43 +76,137 @@ def bench_size(size: int, msgs: list[dict], vecs: np.ndarray, queries: list[str]
         qv32 = [np.asarray(v, np.float32) for v in qvecs]
         res["numpy_bruteforce_top%d" % limit] = c.time_calls(lambda v: numpy_topk(matrix, v, limit), [(v,) for v in qv32], w)
         res["numpy_bruteforce_top%d" % k] = c.time_calls(lambda v: numpy_topk(matrix, v, k), [(v,) for v in qv32], w)
-        # diagnosis: the same calls on a handle that does not re-check the table version on every
-        # call (lancedb's default), swapped in for this process only
-        import lancedb
-
-        from app.memory.index import ProjectIndex
-
-        store = svc.store()
-        fast = ProjectIndex(ix.uri)
-        fast._db = lancedb.connect(ix.uri)
-        fast._chunks, fast._memories = fast._db.open_table("chunks"), fast._db.open_table("memories")
-        store._index = fast
-        try:
-            res["hybrid_no_version_check"] = c.time_calls(lambda q, v: svc.search(q, k, query_vector=v), pairs, w)
-            res["fts_only_no_version_check"] = c.time_calls(lambda q, v: fast.search_text(q, "", limit), pairs, w)
-            res["vector_only_no_version_check"] = c.time_calls(lambda q, v: fast.search_vector(v, "", limit), pairs, w)
-        finally:
-            store._index = ix
-        res["vector_dim_call"] = c.time_calls(ix.vector_dim, [()] * len(pairs), w)
         out["latency_ms"] = res
+        out["what_if_ms"] = what_if(svc, ix, pairs, k, limit, w)
         base = res["numpy_bruteforce_top%d" % limit]
         out["ratio_vs_numpy"] = {m: {"p50": round(res[m]["p50"] / base["p50"], 2), "p95": round(res[m]["p95"] / base["p95"], 2)}
                                  for m in ("hybrid", "fts_only", "vector_only")}
         # how much of the exact top-`limit` the vector leg (ANN index or flat scan) returns
         ids = [m["id"] for m in part]
-        overlap = []
-        for q, v in pairs:
-            exact = {ids[i] for i in numpy_topk(matrix, np.asarray(v, np.float32), limit)}
-            got = set(unique_ids(ix.search_vector(v, "", limit), limit))
-            overlap.append(len(exact & got) / limit)
-        out["vector_leg_recall_vs_exact"] = round(float(np.mean(overlap)), 4)
+        out["vector_leg_recall_vs_exact"] = ann_recall(ix, pairs, matrix, ids, limit)
         out["disk_bytes"] = disk(data / "bench")
         out["table_versions"] = ix.disk_versions()
+        if args.settle_s:
+            # Kelvin keeps replaced data files for a minute (readers in other processes); what stays
+            c.log(f"[{size:,}] waiting {args.settle_s} s, then maintain() again, for the settled disk size …")
+            time.sleep(args.settle_s)
+            svc.maintain()
+            out["disk_bytes_settled"] = disk(data / "bench")
+            out["table_versions_settled"] = ix.disk_versions()
+        if "what_if_ann_index" in out["what_if_ms"]:
+            out["what_if_ms"]["what_if_ann_index"].update(ann_index_what_if(ix, pairs, k, limit, w, svc, matrix, ids))
     finally:
         svc.close()
     if not args.keep:
         shutil.rmtree(data, ignore_errors=True)
     return out
+
+
+def what_if(svc, ix, pairs, k, limit, w) -> dict:
+    """Diagnosis, not Kelvin as shipped: where the hybrid time goes and what would change it."""
+    import lancedb
+
+    from app.core.fusion import fuse
+    from app.memory.index import ProjectIndex
+
+    out = {}
+
+    def no_fetch(q, v):  # svc.search minus the final messages() round trip
+        t = ix.search_text(q, "", limit)
+        vv = ix.search_vector(v, "", limit)
+        return fuse([[c.candidate(x) for x, _ in t], [c.candidate(x) for x, _ in vv]], q)[:k]
+
+    out["hybrid_without_fetch"] = c.time_calls(no_fetch, pairs, w)
+    out.update(parallel_what_ifs(ix, pairs, k, limit, w))
+    # the same calls on a handle that does not re-check the table version on every call (lancedb's
+    # default consistency), swapped in for this process only
+    store = svc.store()
+    fast = ProjectIndex(ix.uri)
+    fast._db = lancedb.connect(ix.uri)
+    fast._chunks, fast._memories = fast._db.open_table("chunks"), fast._db.open_table("memories")
+    store._index = fast
+    try:
+        out["hybrid_no_version_check"] = c.time_calls(lambda q, v: svc.search(q, k, query_vector=v), pairs, w)
+        out["fts_only_no_version_check"] = c.time_calls(lambda q, v: fast.search_text(q, "", limit), pairs, w)
+        out["vector_only_no_version_check"] = c.time_calls(lambda q, v: fast.search_vector(v, "", limit), pairs, w)
+    finally:
+        store._index = ix
+    out["vector_dim_call"] = c.time_calls(ix.vector_dim, [()] * len(pairs), w)
+    if not any("vector" in i.columns for i in ix._chunks.list_indices()):
+        out["what_if_ann_index"] = {}
+    return out
+
+
+def parallel_what_ifs(ix, pairs, k, limit, w) -> dict:
+    """The two legs run at once (LanceDB releases the GIL), and the legs select every column a
+    Message needs so the final messages() round trip is only needed for multi-chunk messages."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lancedb.query import MatchQuery
+
+    from app.core.fusion import Candidate, fuse
+    from app.memory import index as index_mod
+    from app.memory.index import _CHUNK_COLS
+
+    from_rows = getattr(index_mod, "message_from_rows", None) or index_mod._message_from_rows
+
+    pool = ThreadPoolExecutor(2)
+
+    def text_leg(q):
+        return ix._chunks.search(MatchQuery(q, "text"), query_type="fts").select(_CHUNK_COLS + ["_score"]) \
+            .limit(limit).to_list()
+
+    def vector_leg(v):
+        return ix._chunks.search(v, vector_column_name="vector").distance_type("cosine") \
+            .select(_CHUNK_COLS + ["_distance"]).limit(limit).to_list()
+
+    def as_cands(rows):
+        return [Candidate(r["message_id"], r["ts_ms"], r["text"]) for r in rows]
+
+    def parallel_fetch(q, v):
+        ft, fv = pool.submit(ix.search_text, q, "", limit), pool.submit(ix.search_vector, v, "", limit)
+        fused = fuse([[c.candidate(x) for x, _ in ft.result()], [c.candidate(x) for x, _ in fv.result()]], q)[:k]
+        found = ix.messages([f.message_id for f in fused])
+        return [found[f.message_id] for f in fused if f.message_id in found]
+
+    def parallel_full_rows(q, v):
+        ft, fv = pool.submit(text_leg, q), pool.submit(vector_leg, v)
+        rows_t, rows_v = ft.result(), fv.result()
+        fused = fuse([as_cands(rows_t), as_cands(rows_v)], q)[:k]
+        whole = {r["message_id"]: r for r in rows_t + rows_v if r["n_chunks"] == 1}
+        rest = ix.messages([f.message_id for f in fused if f.message_id not in whole])
+        return [from_rows([whole[f.message_id]]) if f.message_id in whole else rest.get(f.message_id)
+                for f in fused]
+
+    out = {"hybrid_parallel_legs": c.time_calls(parallel_fetch, pairs, w),
+           "hybrid_parallel_legs_full_rows_no_fetch": c.time_calls(parallel_full_rows, pairs, w)}
+    pool.shutdown()
+    return out
+
+
+def ann_index_what_if(ix, pairs, k, limit, w, svc, matrix, ids) -> dict:
+    """Below Kelvin's 20k-vector threshold: build the same IVF_HNSW_SQ index anyway and re-time."""
+    from lancedb.index import IvfHnswSq
+
+    n = ix._chunks.count_rows("vector IS NOT NULL")
+    t0 = time.perf_counter()
+    ix._chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine", num_partitions=max(1, n // 8192)),
+                            replace=True)
+    out = {"build_s": round(time.perf_counter() - t0, 2)}
+    out["vector_only"] = c.time_calls(lambda q, v: ix.search_vector(v, "", limit), pairs, w)
+    out["hybrid"] = c.time_calls(lambda q, v: svc.search(q, k, query_vector=v), pairs, w)
+    out["vector_leg_recall_vs_exact"] = ann_recall(ix, pairs, matrix, ids, limit)
+    return out
+
+
+def ann_recall(ix, pairs, matrix, ids, limit) -> float:
+    """Share of the exact top-``limit`` (NumPy) that the vector leg returns, averaged over queries."""
+    overlap = []
+    for q, v in pairs:
+        exact = {ids[i] for i in numpy_topk(matrix, np.asarray(v, np.float32), limit)}
+        got = set(unique_ids(ix.search_vector(v, "", limit), limit))
+        overlap.append(len(exact & got) / limit)
+    return round(float(np.mean(overlap)), 4)
 
 
 def disk(folder: Path) -> dict:
@@ -129,6 +224,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--workdir", help="where the stores go (default: a temp folder)")
     ap.add_argument("--keep", action="store_true", help="keep the stores afterwards")
+    ap.add_argument("--settle-s", type=int, default=65,
+                    help="wait this long, maintain() again and measure disk once more (0: skip)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     doc = {"benchmark": "search_latency", "machine": c.machine_info(),

@@ -139,3 +139,12 @@ def test_verbatim_phrase_wins_and_recency_breaks_ties():
     fused = fuse([[other, old], [new]], query="GI clamp 10")
     assert [f.message_id for f in fused][:2] == ["new", "old"]  # phrase matches beat `other`; newer first
     assert fused[-1].message_id == "other"
+
+
+def test_the_verbatim_bonus_needs_whole_words():
+    ten = Candidate("ten", 2000, "GI clamp 10 on the glass")
+    one = Candidate("one", 1000, "GI clamp 1 on the glass")
+    decimal = Candidate("dec", 3000, "GI clamp 1.5 on the glass")
+    fused = fuse([[ten, decimal, one]], query="GI clamp 1")
+    assert fused[0].message_id == "one"
+    assert {f.message_id: round(f.score, 6) for f in fused}["ten"] == round(1 / 61, 6)

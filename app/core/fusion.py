@@ -49,8 +49,10 @@ def fuse(ranked_lists: list[list[Candidate]], query: str = "", k: int = RRF_K) -
             ts[cand.message_id] = max(ts.get(cand.message_id, cand.ts_ms), cand.ts_ms)
     phrase = normalise(query)
     if phrase and len(phrase) >= 3:
+        # whole words only: "GI clamp 1" must not count as said in "GI clamp 10"
+        verbatim = re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w|[.,]\d)")
         for mid, parts in texts.items():
-            if any(phrase in normalise(p) for p in parts):
+            if any(verbatim.search(normalise(p)) for p in parts):
                 scores[mid] += 1.0 / (k + 1)
     fused = [Fused(mid, s, ts[mid]) for mid, s in scores.items()]
     fused.sort(key=lambda f: (-round(f.score, 12), -f.ts_ms, f.message_id))

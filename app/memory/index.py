@@ -341,7 +341,7 @@ class ProjectIndex:
         with_vectors = self._chunks.count_rows("vector IS NOT NULL")
         if with_vectors < VECTOR_INDEX_MIN_ROWS:
             return False
-        partitions = max(1, with_vectors // 4096)
+        partitions = max(1, with_vectors // 8192)  # // 4096 measured slower, no better recall
         self._chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine", num_partitions=partitions),
                                   replace=True)
         return True
