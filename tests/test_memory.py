@@ -264,3 +264,13 @@ def test_an_index_failure_after_journaling_keeps_the_message_and_catches_up(serv
     service.flush()
     assert {h.message.id for h in service.search("Karma", k=5)} == {first.id, msg.id, later.id}
     assert service.stats()["projections_behind"] == 0
+
+
+def test_search_falls_back_when_row_ids_went_stale(service, monkeypatch):
+    msgs = [service.commit(f"Corona noise level limit {i}")[0] for i in range(3)]
+    service.flush()
+    fresh = [h.message for h in service.search("noise level limit", k=3)]
+    index = service.store().index
+    monkeypatch.setattr(index, "rows_by_row_id", lambda ids: [])  # as if a compaction moved every row
+    stale = [h.message for h in service.search("noise level limit", k=3)]
+    assert stale == fresh and {m.id for m in stale} == {m.id for m in msgs}

@@ -32,6 +32,7 @@ KEEP_OLD_VERSIONS = timedelta(minutes=1)  # readers in other processes may still
 
 _CHUNK_COLS = ["chunk_id", "message_id", "chunk_index", "n_chunks", "project", "conversation_id", "turn_id",
                "role", "speaker", "ts_ms", "domain", "type", "engine", "text"]
+_LEG_COLS = ["message_id", "ts_ms", "text", "n_chunks"]  # what ranking needs; winners are fetched whole
 _MEMORY_COLS = ["id", "project", "text", "category", "ts_ms", "source_id"]
 
 
@@ -239,27 +240,34 @@ class ProjectIndex:
 
     # ---- search ------------------------------------------------------------------------------------
     def search_text(self, query: str, where: str, limit: int) -> list[tuple[dict, float]]:
-        """BM25 over chunk text: (chunk row, score), best first. Rows carry everything needed to
-        build a one-chunk message without another query."""
+        """BM25 over chunk text: (row, score), best first. Rows are narrow (id, time, text,
+        chunk count, ``_rowid``); ``rows_by_row_id`` fetches the winners whole."""
         from lancedb.query import MatchQuery
 
         if not query.strip():
             return []
-        q = self._chunks.search(MatchQuery(query, "text"), query_type="fts")
+        q = self._chunks.search(MatchQuery(query, "text"), query_type="fts").with_row_id(True)
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.select(_CHUNK_COLS + ["_score"]).limit(limit).to_list()
+        rows = q.select(_LEG_COLS + ["_score"]).limit(limit).to_list()
         return [(r, float(r["_score"])) for r in rows]
 
     def search_vector(self, vector: list[float], where: str, limit: int) -> list[tuple[dict, float]]:
-        """Nearest chunks by cosine distance: (chunk row, distance), nearest first."""
+        """Nearest chunks by cosine distance: (row, distance), nearest first; rows as in search_text."""
         if not self._dim:
             return []
-        q = self._chunks.search(vector, vector_column_name="vector").distance_type("cosine")
+        q = self._chunks.search(vector, vector_column_name="vector").distance_type("cosine").with_row_id(True)
         if where:
             q = q.where(where, prefilter=True)
-        rows = q.select(_CHUNK_COLS + ["_distance"]).limit(limit).to_list()
+        rows = q.select(_LEG_COLS + ["_distance"]).limit(limit).to_list()
         return [(r, float(r["_distance"])) for r in rows]
+
+    def rows_by_row_id(self, row_ids: Sequence[int]) -> list[dict]:
+        """Whole chunk rows by row id (cheaper than a filtered scan). Row ids change when the
+        table is compacted, so callers check the ids they get back."""
+        if not row_ids:
+            return []
+        return self._chunks.take_row_ids(list(row_ids)).select(_CHUNK_COLS).to_list()
 
     # ---- curated memories --------------------------------------------------------------------------
     def put_memories(self, memories: Sequence[Memory], vectors: dict[str, list[float]] | None = None,

@@ -308,19 +308,31 @@ class MemoryService:
         rows = {row["_key"]: row for row, _ in vector_hits + text_hits}
         fused = fuse([[Candidate(r["_key"], r["ts_ms"], r["text"]) for r, _ in hits]
                       for hits in (text_hits, vector_hits)], query)[:k]
-        # one-chunk messages are whole already; longer ones are put back together from their chunks
+        # fetch the winners whole: one-chunk messages by row id, longer ones (or rows moved by a
+        # compaction since the legs ran) put back together from their chunks
+        by_store = {s.folder.name: s for s in stores}
+        take: dict[str, list[str]] = {}
+        for f in fused:
+            if rows[f.message_id]["n_chunks"] == 1:
+                take.setdefault(f.message_id.partition("\x1f")[0], []).append(f.message_id)
         found: dict[str, Message] = {}
+        for folder, keys in take.items():
+            try:
+                taken = by_store[folder].index.rows_by_row_id([rows[key]["_rowid"] for key in keys])
+            except (OSError, RuntimeError, ValueError):  # ids out of range after a compaction
+                taken = []
+            for row in taken:
+                key = folder + "\x1f" + row["message_id"]
+                if key in keys and row["n_chunks"] == 1:
+                    found[key] = message_from_rows([row])
         wanted: dict[str, list[str]] = {}
         for f in fused:
-            row = rows[f.message_id]
-            if row["n_chunks"] == 1:
-                found[f.message_id] = message_from_rows([row])
-            else:
+            if f.message_id not in found:
                 folder, _, mid = f.message_id.partition("\x1f")
                 wanted.setdefault(folder, []).append(mid)
-        for s in stores:
-            for mid, msg in s.index.messages(wanted.get(s.folder.name, [])).items():
-                found[s.folder.name + "\x1f" + mid] = msg
+        for folder, mids in wanted.items():
+            for mid, msg in by_store[folder].index.messages(mids).items():
+                found[folder + "\x1f" + mid] = msg
         return [Hit(found[f.message_id], f.score) for f in fused if f.message_id in found]
 
     def show(self, message_id: str, project: str | None = None) -> Message | None:
