@@ -1,4 +1,4 @@
-"""The command line: ``kelvin [--data-dir DIR] [--project NAME] memory <cmd>``.
+"""The command line: ``kelvin [--data-dir DIR] [--project NAME] {chat,doctor,project,memory} …``.
 
 Same behaviour as the desktop app, over the same services. Expected problems (a missing file,
 bad JSON, an unreachable Ollama, a locked or damaged store) are told in plain words on stderr
@@ -26,6 +26,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--project", help="project to work in (default: setting 'project')")
     p.add_argument("-v", "--verbose", action="store_true", help="say more about what happens")
     sub = p.add_subparsers(dest="command")
+
+    ch = sub.add_parser("chat", help="talk to Kelvin in the terminal (streamed; /help inside for commands)")
+    ch.add_argument("question", nargs="?", help="with --once: the question to answer")
+    ch.add_argument("--once", action="store_true", help="answer one question and exit (non-zero if it cannot "
+                    "answer in the requested mode)")
+    ch.add_argument("--mode", choices=["gpu", "cpu", "recall"], help="gpu, cpu (leave the VRAM to renders) or "
+                    "recall (no model: quote from memory); default: setting 'mode'")
+    ch.add_argument("--json", action="store_true", help="with --once: print the turn as JSON")
+
+    doc = sub.add_parser("doctor", help="check Ollama, the models, the GPU, the data folder and the memory")
+    doc.add_argument("--json", action="store_true")
+
+    pr = sub.add_parser("project", help="list, create and rename projects")
+    psub = pr.add_subparsers(dest="project_command", required=True)
+    pl = psub.add_parser("list", help="every project in the data folder")
+    pl.add_argument("--json", action="store_true")
+    pc = psub.add_parser("create", help="start a new project")
+    pc.add_argument("name")
+    pn = psub.add_parser("rename", help="give a project a new name (its memory moves with it)")
+    pn.add_argument("old")
+    pn.add_argument("new")
+    psub.add_parser("new-conversation", help="start a new conversation in --project (memory stays reachable)")
 
     mem = sub.add_parser("memory", help="search, import and curate what Kelvin remembers")
     msub = mem.add_subparsers(dest="memory_command", required=True)
@@ -232,6 +254,24 @@ def _memory(args, service) -> int:
     raise _Usage(f"unknown memory command {cmd!r}")
 
 
+def _chat(args, settings, service) -> int:
+    from app import terminal
+    from app.core.commands import Mode
+    from app.services.conversation import Conversation
+
+    if args.once and not (args.question or "").strip():
+        raise _Usage("chat --once needs a question")
+    if args.question and not args.once:
+        raise _Usage("to ask one question and exit, add --once")
+    conversation = Conversation(settings, service, mode=Mode.parse(args.mode or settings.mode))
+    try:
+        if args.once:
+            return terminal.chat_once(conversation, args.question, args.json)
+        return terminal.chat_loop(conversation)
+    finally:
+        conversation.close()
+
+
 class _Usage(Exception):
     pass
 
@@ -247,10 +287,11 @@ def _welcome(settings) -> int:
     print(f"  Ollama      : {settings.ollama_host} (chat model {settings.chat_model})")
     print(f"  embedder    : {settings.embedder}")
     print()
-    print("The desktop app is on its way. Meanwhile the memory is ready from the terminal:")
-    print("  kelvin memory import history.jsonl")
-    print("  kelvin memory search \"GI clamp\"")
-    print("  kelvin memory --help")
+    print("The desktop app is on its way. Meanwhile everything works from the terminal:")
+    print("  kelvin chat                      talk to Kelvin (streamed; /help for commands)")
+    print("  kelvin chat --once \"question\"    one answer, for scripts")
+    print("  kelvin doctor                    check Ollama, models, GPU and memory")
+    print("  kelvin memory search \"GI clamp\"  search what Kelvin remembers")
     return EXIT_OK
 
 
@@ -263,19 +304,28 @@ def main(argv: list[str] | None = None) -> int:
     from app.llm.errors import OllamaUnavailable
     from app.memory.embedders import EmbedderUnavailable
     from app.memory.index import IndexError_
+    from app.core.commands import CommandError
     from app.memory.journal import JournalError
     from app.services.importer import ImportProblem
 
     expected = (RecordError, ImportProblem, settings_mod.SettingsError, JournalError, IndexError_,
-                EmbedderUnavailable, OllamaUnavailable, _Expected)
+                EmbedderUnavailable, OllamaUnavailable, CommandError, _Expected)
     service = None
     try:
         settings = settings_mod.load({"data_dir": args.data_dir, "project": args.project})
         if args.command is None:
             return _welcome(settings)
+        from app import terminal
+
+        if args.command == "doctor":
+            return terminal.doctor(settings, args.json)
         from app.services.memory import MemoryService
 
         service = MemoryService(settings)
+        if args.command == "chat":
+            return _chat(args, settings, service)
+        if args.command == "project":
+            return terminal.project(args, service)
         return _memory(args, service)
     except _Usage as exc:
         parser.error(str(exc))

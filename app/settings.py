@@ -40,6 +40,9 @@ class Settings:
     embedder: str = _opt("ollama:nomic-embed-text", "Embedder for semantic search: 'ollama:<model>', "
                          "'st:<model name or path>' (sentence-transformers extra) or 'none' (full-text only).",
                          "KELVIN_EMBEDDER")
+    mode: str = _opt("gpu", "How Kelvin answers at start: 'gpu' (the model on the GPU), 'cpu' (the same model on "
+                     "the CPU, leaving the VRAM to renders) or 'recall' (no model: answers quoted from memory).",
+                     "KELVIN_MODE")
     num_ctx: int = _opt(8192, "Context window in tokens sent to the model each turn.", "KELVIN_NUM_CTX")
     index_uri: str = _opt("", "Where the LanceDB index lives. Empty: <data>/<project>/memory.lance. A template "
                           "with {project}, e.g. 's3://studio-bucket/kelvin/{project}.lance', shares it.",
@@ -126,6 +129,8 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Settings
         if value is not None:
             values[key] = _coerce(key, value, types[key])
     settings = replace(Settings(), **values)
-    if settings.num_ctx < 512:
-        raise SettingsError("num_ctx must be at least 512 tokens")
+    if settings.num_ctx < 1024:
+        raise SettingsError("num_ctx must be at least 1024 tokens")
+    if settings.mode not in ("gpu", "cpu", "recall"):
+        raise SettingsError(f"mode must be gpu, cpu or recall (got {settings.mode!r})")
     return settings

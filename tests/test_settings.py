@@ -50,7 +50,8 @@ def test_ollama_host_honours_the_usual_variable(monkeypatch):
 
 @pytest.mark.parametrize("text, message", [
     ("num_ctx = 'big'", "must be a int"),
-    ("num_ctx = 100", "at least 512"),
+    ("num_ctx = 100", "at least 1024"),
+    ("mode = 'turbo'", "mode must be gpu, cpu or recall"),
     ("embedder = [", "not valid TOML"),
     ("schema_version = 99", "understands up to 1"),
 ])

@@ -11,6 +11,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
 ROLES = ("user", "assistant", "system")
+# how a message ended: "" a whole message; a reply the artist stopped, that failed before a word
+# came, that was cut off mid-stream, or that was composed from memory without a model
+STATUSES = ("", "cancelled", "failed", "cut", "recall")
 MAX_MESSAGE_CHARS = 1_000_000  # a huge paste is kept whole; beyond this it is refused with a reason
 MAX_ID_CHARS = 128
 MAX_NAME_CHARS = 200
@@ -44,6 +47,7 @@ class Message:
     ts_ms: int
     turn_id: str = ""
     tags: Tags = field(default_factory=Tags)
+    status: str = ""
 
     @property
     def timestamp(self) -> str:
@@ -60,6 +64,7 @@ class Message:
             "speaker": self.speaker,
             "text": self.text,
             "ts_ms": self.ts_ms,
+            **({"status": self.status} if self.status else {}),
         }
 
     def to_json(self) -> dict:
@@ -74,6 +79,7 @@ class Message:
             "text": self.text,
             "timestamp": self.timestamp,
             "tags": self.tags.as_dict(),
+            "status": self.status,
         }
 
 
@@ -175,6 +181,12 @@ def check_name(value: object, what: str) -> str:
     if len(value) > MAX_NAME_CHARS or _ID_FORBIDDEN.search(value):
         raise RecordError(f"{what} must be at most {MAX_NAME_CHARS} printable characters")
     return value
+
+
+def check_status(value: object) -> str:
+    if value not in STATUSES:
+        raise RecordError(f"status must be one of {', '.join(repr(s) for s in STATUSES)} (got {value!r})")
+    return value  # type: ignore[return-value]
 
 
 def check_speaker(value: object) -> str:

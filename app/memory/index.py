@@ -31,8 +31,8 @@ FILTER_INDEX_MIN_ROWS = 5_000  # below this a prefilter scan is cheap
 KEEP_OLD_VERSIONS = timedelta(minutes=1)  # readers in other processes may still be on a recent version
 
 _CHUNK_COLS = ["chunk_id", "message_id", "chunk_index", "n_chunks", "project", "conversation_id", "turn_id",
-               "role", "speaker", "ts_ms", "domain", "type", "engine", "text"]
-_LEG_COLS = ["message_id", "ts_ms", "text", "n_chunks"]  # what ranking needs; winners are fetched whole
+               "role", "speaker", "ts_ms", "domain", "type", "engine", "status", "text"]
+_LEG_COLS = ["message_id", "ts_ms", "text", "n_chunks", "status"]  # what ranking needs; winners are fetched whole
 _MEMORY_COLS = ["id", "project", "text", "category", "ts_ms", "source_id"]
 
 
@@ -100,7 +100,7 @@ def message_rows(m: Message) -> list[dict]:
             "chunk_id": f"{m.id}#{i}", "message_id": m.id, "chunk_index": i, "n_chunks": len(parts),
             "project": m.project, "conversation_id": m.conversation_id, "turn_id": m.turn_id, "role": m.role,
             "speaker": m.speaker, "ts_ms": m.ts_ms, "domain": m.tags.domain, "type": m.tags.type,
-            "engine": m.tags.engine or "", "text": part,
+            "engine": m.tags.engine or "", "status": m.status, "text": part,
         }
         for i, part in enumerate(parts)
     ]
@@ -112,7 +112,7 @@ def message_from_rows(rows: list[dict]) -> Message:
     return Message(
         id=r["message_id"], project=r["project"], conversation_id=r["conversation_id"], role=r["role"],
         speaker=r["speaker"], text="".join(x["text"] for x in rows), ts_ms=r["ts_ms"], turn_id=r["turn_id"],
-        tags=Tags(domain=r["domain"], type=r["type"], engine=r["engine"] or None),
+        tags=Tags(domain=r["domain"], type=r["type"], engine=r["engine"] or None), status=r.get("status") or "",
     )
 
 
@@ -134,6 +134,9 @@ class ProjectIndex:
         self._memories = self._db.open_table(MEMORIES) if MEMORIES in names else None
         self.writes_since_optimize = 0
         self._dim = self._read_dim()
+        if self._chunks is not None and "status" not in self._chunks.schema.names:
+            # indexes written before replies carried a status: every stored message was whole
+            self._chunks.add_columns({"status": "CAST('' AS STRING)"})
 
     # ---- schema ------------------------------------------------------------------------------------
     @property

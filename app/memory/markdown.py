@@ -21,6 +21,10 @@ _BEGIN = re.compile(r"<!-- kelvin:begin (\S+) -->")
 _TAGLIKE = re.compile(r"<(?=[A-Za-z/!?])")
 
 
+_STATUS_NOTE = {"cancelled": "reply stopped by the artist", "failed": "no reply (the model failed)",
+                "cut": "reply cut off", "recall": "answered from memory"}
+
+
 def escape(text: str) -> str:
     return _TAGLIKE.sub("&lt;", text)
 
@@ -31,6 +35,8 @@ def render_block(m: Message) -> str:
     bits = [when, f"{who} ({m.role})" if who != m.role else m.role, m.tags.type]
     if m.tags.engine:
         bits.append(m.tags.engine)
+    if m.status:
+        bits.append(_STATUS_NOTE.get(m.status, m.status))
     body = escape(m.text).rstrip("\n")
     return (
         f"<!-- kelvin:begin {m.id} -->\n"

@@ -247,8 +247,10 @@ class ProjectStore:
             log.warning("journal event %d has an unknown operation %r; skipped", entry.seq, entry.op)
 
     def to_message(self, data: dict) -> Message:
-        fields = {k: data[k] for k in ("id", "project", "conversation_id", "role", "speaker", "text", "ts_ms")}
-        return Message(**fields, turn_id=data.get("turn_id", ""), tags=self.tagger.tag(data["text"]))
+        fields = {k: data[k] for k in ("id", "conversation_id", "role", "speaker", "text", "ts_ms")}
+        # the project's name now (the journal keeps the name it had when the message was said)
+        return Message(**fields, project=self.name, turn_id=data.get("turn_id", ""), tags=self.tagger.tag(data["text"]),
+                       status=data.get("status", ""))
 
     # ---- vectors -----------------------------------------------------------------------------------
     def _embed(self, texts: dict[str, str]) -> dict[str, list[float]]:

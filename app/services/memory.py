@@ -26,6 +26,7 @@ from app.core.records import (
     check_name,
     check_role,
     check_speaker,
+    check_status,
     check_text,
     new_id,
     now_ms,
@@ -123,6 +124,14 @@ class MemoryService:
         store = self.store(project)
         return self.writer.call(store.open_for_write).result()[0]
 
+    def release(self, project: str) -> None:
+        """Finish this project's pending writes and let go of its files (before a rename)."""
+        store = self.store(project)
+        self.writer.call(store.close).result()
+        with self._stores_lock:
+            self._stores.pop(store.folder.name, None)
+        self._caught_up.discard(store.name)
+
     def _notice(self, text: str) -> None:
         if text not in self.notices:
             self.notices.append(text)
@@ -134,13 +143,14 @@ class MemoryService:
 
     def commit(self, text: str, *, role: str = "user", speaker: str = "", conversation_id: str = "default",
                turn_id: str = "", project: str | None = None, ts_ms: int | None = None,
-               message_id: str | None = None) -> tuple[Message, Future]:
+               message_id: str | None = None, status: str = "") -> tuple[Message, Future]:
         """Commit one message. Returns at once; the Future completes when it is journaled and indexed."""
         name = check_name(project or self.default_project, "project")
         msg = Message(
             id=check_id(message_id) if message_id else new_id(), project=name,
             conversation_id=check_name(conversation_id, "conversation_id"), role=check_role(role),
             speaker=check_speaker(speaker), text=check_text(text), ts_ms=ts_ms if ts_ms is not None else now_ms(), turn_id=turn_id,
+            status=check_status(status),
         )
         return msg, self.writer.submit(name, [(OP_MESSAGE_ADD, msg.to_event())])
 
@@ -282,8 +292,10 @@ class MemoryService:
             return None
 
     def search(self, query: str, k: int = 5, filters: Filters = Filters(), *, project: str | None = None,
-               all_projects: bool = False, query_vector: list[float] | None = None) -> list[Hit]:
-        """Hybrid search: full-text and vector candidates, fused by rank; whole messages, best first."""
+               all_projects: bool = False, query_vector: list[float] | None = None,
+               drop_status: tuple[str, ...] = ()) -> list[Hit]:
+        """Hybrid search: full-text and vector candidates, fused by rank; whole messages, best first.
+        ``drop_status`` leaves out messages with those statuses (e.g. answers quoted from memory)."""
         if k < 1:
             raise RecordError("k must be at least 1")
         stores = self._readable(project, all_projects)
@@ -301,6 +313,8 @@ class MemoryService:
         vector_hits: list[tuple[dict, float]] = []
         for s, kind, future in legs:
             for row, score in future.result():
+                if row.get("status") in drop_status:
+                    continue
                 row["_key"] = s.folder.name + "\x1f" + row["message_id"]
                 (text_hits if kind == "text" else vector_hits).append((row, score))
         text_hits.sort(key=lambda h: -h[1])  # BM25: higher is better

@@ -1,0 +1,205 @@
+"""The model's window for one turn: what goes in, in what order, and how much of each.
+
+Kelvin never sends the history. Each turn the window holds the system prompt, the pinned
+project brief, the current values of relevant settings, the best memories (curated facts and
+whole past messages, with their date and domain), the last turns verbatim, and the question —
+packed against a token budget with a reserve for the answer. Pure: no model, no disk.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from app.core.records import Memory, Message
+from app.core.tokens import MESSAGE_OVERHEAD, Calibration, clip, estimate
+
+RECENT_TURNS = 3
+NOTE_TOKENS = 120  # a folded message becomes a note of about this size
+_KEY_LINE = re.compile(r"\d|error|warn|fail|crash|out of|exceed|fatal|cuda|vram|memory", re.I)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How the window is shared. Shares are of what is left after the system prompt, the
+    question and the answer's reserve; what a section leaves unused goes to the memories."""
+
+    num_ctx: int = 8192
+    answer: int = 1024  # reserved for the reply
+    question_share: float = 0.25  # of the whole window: the most one question may take
+    settings_share: float = 0.10
+    brief_share: float = 0.15
+    recent_share: float = 0.35
+    memories_share: float = 0.30  # curated memories, within the memories' part
+
+    @property
+    def reserve(self) -> int:
+        """Tokens kept free for the answer (a quarter of a small window at most)."""
+        return min(self.answer, self.num_ctx // 4)
+
+    def __post_init__(self):
+        if self.num_ctx < 1024:
+            raise ValueError(f"num_ctx {self.num_ctx} is too small for Kelvin's window (at least 1024)")
+
+
+@dataclass(frozen=True)
+class Ingredients:
+    """Everything that may go into the window, best first where order matters."""
+
+    system: str
+    question: str
+    question_id: str = ""
+    brief: str = ""
+    settings: tuple[str, ...] = ()
+    memories: tuple[Memory, ...] = ()
+    recalled: tuple[Message, ...] = ()
+    recent: tuple[Message, ...] = ()  # oldest first
+    notes: dict[str, str] = field(default_factory=dict)  # message id → a model-written summary
+
+
+@dataclass(frozen=True)
+class Window:
+    messages: list[dict]  # for Ollama's chat endpoint
+    tokens: dict[str, int]  # per section (calibrated estimate)
+    total: int
+    memories: tuple[Memory, ...]  # what went in, for "what Kelvin looked at"
+    recalled: tuple[Message, ...]
+    folded: tuple[str, ...]  # recent messages that went in as notes
+    clipped: tuple[str, ...]  # ids of texts that went in cut, with a marker
+    num_predict: int
+
+
+def when(ts_ms: int) -> str:
+    """Local date and minute, as an artist reads it."""
+    return datetime.fromtimestamp(ts_ms / 1000).strftime("%Y-%m-%d %H:%M")
+
+
+def source_line(m: Message) -> str:
+    who = m.speaker or m.role
+    bits = [when(m.ts_ms), m.tags.domain, who]
+    if m.tags.engine:
+        bits.insert(2, m.tags.engine)
+    if m.status:
+        bits.append(m.status)
+    return " · ".join(bits)
+
+
+def note_for(m: Message, max_tokens: int = NOTE_TOKENS) -> str:
+    """A short extractive note standing in for a long message: its opening and its key lines
+    (numbers, errors). Used when no model summary is at hand."""
+    lines = [ln.strip() for ln in m.text.splitlines() if ln.strip()]
+    head = f"[shortened: {len(m.text):,} characters; the whole message is in memory as {m.id}]"
+    parts = [lines[0]] if lines else []
+    parts += [ln for ln in lines[1:] if _KEY_LINE.search(ln)][:12]
+    body, _ = clip(" / ".join(parts), max(16, max_tokens - estimate(head)))
+    return f"{head} {body}"
+
+
+def _fill(items: list[tuple[object, str]], cap: int, cal: Calibration, note: str,
+          clipped: list[str] | None = None) -> tuple[list, list[str], int]:
+    """Best-first: take whole items while they fit; the first that does not fit goes in clipped
+    (if enough room is left to be useful; its id goes to ``clipped``), then packing stops."""
+    taken, texts, used = [], [], 0
+    for item, text in items:
+        cost = cal.tokens(text) + 2
+        if used + cost <= cap:
+            taken.append(item)
+            texts.append(text)
+            used += cost
+            continue
+        room = cap - used
+        if room >= 96 or not taken:
+            cut, _ = clip(text, int(room / cal.ratio) - 4, note.format(id=getattr(item, "id", "")))
+            if room >= 64:
+                taken.append(item)
+                texts.append(cut)
+                used += cal.tokens(cut) + 2
+                if clipped is not None:
+                    clipped.append(getattr(item, "id", str(item)))
+        break
+    return taken, texts, used
+
+
+def pack(ing: Ingredients, budget: Budget = Budget(), cal: Calibration | None = None) -> Window:
+    cal = cal or Calibration()
+    tokens: dict[str, int] = {}
+    clipped: list[str] = []
+
+    tokens["system"] = cal.tokens(ing.system) + MESSAGE_OVERHEAD
+    q_cap = int(budget.num_ctx * budget.question_share)
+    question, cut = clip(ing.question, max(64, int(q_cap / cal.ratio)),
+                         f"the whole message is in memory as {ing.question_id}" if ing.question_id else "")
+    if cut:
+        clipped.append(ing.question_id or "question")
+    tokens["question"] = cal.tokens(question) + MESSAGE_OVERHEAD
+    rest = max(0, budget.num_ctx - budget.reserve - tokens["system"] - tokens["question"] - 32)
+
+    # settings: exact current values, small and precious
+    settings_items = [(line, f"- {line}") for line in ing.settings]
+    _, settings_lines, tokens["settings"] = _fill(settings_items, int(rest * budget.settings_share), cal, "")
+
+    brief = ""
+    if ing.brief.strip():
+        brief, cut = clip(ing.brief.strip(), int(rest * budget.brief_share / cal.ratio),
+                          "the whole brief is in Master_Project_Brief.md")
+        tokens["brief"] = cal.tokens(brief) + 4
+        if cut:
+            clipped.append("brief")
+    else:
+        tokens["brief"] = 0
+
+    recent_msgs, folded, tokens["recent"] = _recent(ing, int(rest * budget.recent_share), cal, clipped)
+
+    # memories get the rest: curated ones first (short, durable), then whole past messages
+    room = max(0, rest - tokens["settings"] - tokens["brief"] - tokens["recent"])
+    skip = {m.id for m in ing.recent} | {ing.question_id}
+    mem_items = [(m, f"- ({m.category}, {when(m.ts_ms)}) {m.text}") for m in ing.memories]
+    memories, mem_lines, used_mem = _fill(mem_items, int(room * budget.memories_share), cal,
+                                          "the whole memory is {id}", clipped)
+    msg_items = [(m, f"- [{source_line(m)}] {m.text}") for m in ing.recalled if m.id not in skip]
+    recalled, msg_lines, used_msg = _fill(msg_items, room - used_mem, cal,
+                                          "the whole message is in memory as {id}", clipped)
+    tokens["memories"] = used_mem + used_msg
+
+    sections = [ing.system.strip()]
+    if brief:
+        sections.append("## Project brief (pinned)\n" + brief)
+    if settings_lines:
+        sections.append("## Current settings (from the settings ledger)\n" + "\n".join(settings_lines))
+    if mem_lines:
+        sections.append("## Kept facts and preferences\n" + "\n".join(mem_lines))
+    if msg_lines:
+        sections.append("## From earlier in this project (retrieved from memory)\n" + "\n".join(msg_lines))
+    messages = [{"role": "system", "content": "\n\n".join(sections)}]
+    messages += recent_msgs
+    messages.append({"role": "user", "content": question})
+    total = sum(tokens.values())
+    return Window(messages=messages, tokens=tokens, total=total, memories=tuple(memories),
+                  recalled=tuple(recalled), folded=tuple(folded), clipped=tuple(clipped),
+                  num_predict=max(budget.reserve, budget.num_ctx - total - budget.num_ctx // 32))
+
+
+def _recent(ing: Ingredients, cap: int, cal: Calibration, clipped: list[str]) -> tuple[list[dict], list[str], int]:
+    """The last turns verbatim; when they are too large for their share, the oldest become notes
+    (a model summary when there is one, else an extractive note), then the newest are clipped."""
+    msgs = list(ing.recent)
+    texts = [m.text for m in msgs]
+    cost = [cal.tokens(t) + MESSAGE_OVERHEAD for t in texts]
+    folded: list[str] = []
+    for i, m in enumerate(msgs):
+        if sum(cost) <= cap:
+            break
+        note = ing.notes.get(m.id)
+        texts[i] = (f"[summary of a long message; the whole text is in memory as {m.id}] {note}" if note
+                    else note_for(m))
+        cost[i] = cal.tokens(texts[i]) + MESSAGE_OVERHEAD
+        folded.append(m.id)
+    if sum(cost) > cap and msgs:  # even the notes do not fit: share what is left evenly
+        each = max(24, cap // len(msgs) - MESSAGE_OVERHEAD)
+        for i, m in enumerate(msgs):
+            if cost[i] > each + MESSAGE_OVERHEAD:
+                texts[i], _ = clip(texts[i], int(each / cal.ratio), f"the whole message is in memory as {m.id}")
+                cost[i] = cal.tokens(texts[i]) + MESSAGE_OVERHEAD
+                clipped.append(m.id)
+    out = [{"role": m.role if m.role in ("user", "assistant") else "user", "content": t} for m, t in zip(msgs, texts)]
+    return out, folded, sum(cost)

@@ -1,0 +1,140 @@
+"""Doctor: is everything Kelvin needs in place, and if not, what to do about it.
+
+Checks Ollama (reachable, version), the chat and embedding models, NVML, the data folder and the
+project's memory. Each check gives a status and, for every problem, the fix in one line. Used by
+``kelvin doctor`` and by the app's first-run panel. Qt-free; it only reads.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+from dataclasses import dataclass
+
+from app.gpu import nvml
+from app.llm.backend import OllamaBackend
+from app.llm.errors import OllamaUnavailable
+from app.settings import Settings
+
+OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
+LOW_DISK_MB = 1024
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+def run(settings: Settings, backend: OllamaBackend, memory=None) -> list[Check]:
+    """Every check, in the order an artist would fix them. ``memory``: a MemoryService, to check
+    the project's store (left out when None)."""
+    checks = _ollama(settings, backend)
+    checks.append(_gpu())
+    checks += _data(settings)
+    if memory is not None:
+        checks.append(_store(settings, memory))
+    return checks
+
+
+def _ollama(settings: Settings, backend: OllamaBackend) -> list[Check]:
+    host = settings.ollama_host
+    try:
+        version = backend.version()
+    except OllamaUnavailable as exc:
+        return [Check("Ollama", FAIL, str(exc),
+                      "start Ollama (`ollama serve`, or open the Ollama app); if it runs on another machine, "
+                      "set KELVIN_OLLAMA_HOST=http://host:11434. Until then Kelvin answers from memory (recall mode).")]
+    out = [Check("Ollama", OK, f"Ollama {version} at {host}")]
+    try:
+        installed = backend.list()
+    except OllamaUnavailable as exc:
+        return out + [Check("models", FAIL, str(exc), "check the Ollama server's log")]
+    model = settings.chat_model
+    if backend.has_model(model):
+        try:
+            info = backend.show(model)
+            tools = "can use memory tools" if info.supports_tools else "no tool calls: use /remember and /forget"
+            out.append(Check("chat model", OK, f"{model} ({info.parameter_size}, {tools})"))
+        except OllamaUnavailable as exc:
+            out.append(Check("chat model", WARN, f"{model} is installed but Ollama cannot describe it: {exc}"))
+    else:
+        others = ", ".join(sorted(installed)[:6]) or "none"
+        out.append(Check("chat model", FAIL, f"{model} is not installed (installed: {others})",
+                         f"`ollama pull {model}` (or `kelvin chat`, which offers to pull it), or set "
+                         "KELVIN_CHAT_MODEL to an installed model"))
+    out.append(_embedder(settings, backend))
+    return out
+
+
+def _embedder(settings: Settings, backend: OllamaBackend) -> Check:
+    spec = settings.embedder
+    kind, _, name = spec.partition(":")
+    if spec == "none":
+        return Check("embedder", INFO, "none: search is full-text only (exact words)",
+                     "for search by meaning: `ollama pull nomic-embed-text` and KELVIN_EMBEDDER=ollama:nomic-embed-text")
+    if kind == "ollama":
+        if backend.has_model(name):
+            return Check("embedder", OK, f"{name} through Ollama")
+        return Check("embedder", WARN, f"{name} is not installed; search is full-text only until it is",
+                     f"`ollama pull {name}`")
+    if kind == "st":
+        if importlib.util.find_spec("sentence_transformers") is None:
+            return Check("embedder", WARN, "the sentence-transformers extra is not installed; full-text search only",
+                         "install a CPU torch, then `pip install -e '.[st]'` (see README)")
+        return Check("embedder", OK, f"sentence-transformers model {name} (offline)")
+    return Check("embedder", FAIL, f"unknown embedder {spec!r}", "use ollama:<model>, st:<model> or none")
+
+
+def _gpu() -> Check:
+    p = nvml.probe()
+    if not p.ok:
+        return Check("GPU", INFO, p.problem, "nothing to do unless this machine has an NVIDIA GPU (then update "
+                     "its driver)")
+    gpus = "; ".join(f"GPU {g.index} {g.name}: {g.used_mb / 1024:.1f} of {g.total_mb / 1024:.1f} GB used"
+                     for g in p.gpus)
+    return Check("GPU", OK, f"driver {p.driver}; {gpus}")
+
+
+def _data(settings: Settings) -> list[Check]:
+    path = settings.data_path()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".kelvin-doctor-"):
+            pass
+    except OSError as exc:
+        return [Check("data folder", FAIL, f"{path} is not writable: {exc.strerror or exc}",
+                      "set KELVIN_DATA_DIR to a folder you can write, or fix its permissions")]
+    free_mb = shutil.disk_usage(path).free // 2**20
+    if free_mb < LOW_DISK_MB:
+        return [Check("data folder", WARN, f"{path}: only {free_mb} MB free", "free some disk space")]
+    return [Check("data folder", OK, f"{path} ({free_mb / 1024:.0f} GB free)")]
+
+
+def _store(settings: Settings, memory) -> Check:
+    from app.memory.index import IndexError_
+    from app.memory.journal import JournalError
+
+    name = settings.project
+    try:
+        stats = memory.stats(name)
+    except (IndexError_, JournalError, OSError, RuntimeError, ValueError) as exc:
+        return Check("memory", FAIL, f"project {name!r}: the index cannot be read: {exc}",
+                     f"`kelvin --project {name!r} memory reindex` rebuilds it from the journal")
+    if not stats["journal"]["events"]:
+        return Check("memory", INFO, f"project {name!r} is empty (nothing said yet)")
+    behind = stats.get("projections_behind", 0)
+    detail = (f"project {name!r}: {stats['messages']:,} messages, {stats['memories']} kept memories, "
+              f"journal {stats['journal']['bytes'] / 2**20:.1f} MB")
+    if behind:
+        return Check("memory", WARN, f"{detail}; {behind} journaled events not yet in the index",
+                     "they are replayed on the next start; `kelvin memory reindex` does it now")
+    if stats.get("index", {}).get("chunks_without_vectors"):
+        n = stats["index"]["chunks_without_vectors"]
+        return Check("memory", INFO, f"{detail}; {n} chunks wait for vectors (filled in when the embedder is up)")
+    return Check("memory", OK, detail)

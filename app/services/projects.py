@@ -1,0 +1,152 @@
+"""Projects and their conversations: create, list, switch, rename; which conversation is current.
+
+Each project is its own folder under the data folder (journal, index, Markdown), so projects
+never see each other's memory. ``project.json`` in the folder keeps the project's display name
+and its current conversation; a new day starts a new conversation, and all earlier ones stay in
+memory, searchable. Qt-free.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from app.core import projects as names
+from app.core.records import RecordError, check_name, new_id, now_ms
+from app.services.memory import MemoryService
+
+log = logging.getLogger("kelvin.projects")
+META = "project.json"
+
+
+@dataclass(frozen=True)
+class ProjectInfo:
+    name: str
+    folder: Path
+    conversation_id: str
+    conversation_day: str
+    created_ms: int
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "folder": str(self.folder), "conversation_id": self.conversation_id,
+                "conversation_day": self.conversation_day}
+
+
+class Projects:
+    def __init__(self, memory: MemoryService, today=date.today):
+        self.memory = memory
+        self.data_dir = memory.data_dir
+        self._today = today  # a callable, so tests can move the clock to tomorrow
+        self._lock = threading.Lock()
+
+    # ---- metadata ----------------------------------------------------------------------------------
+    def _meta_path(self, name: str) -> Path:
+        return self.memory.store(name).folder / META
+
+    def _read(self, folder: Path) -> dict:
+        try:
+            data = json.loads((folder / META).read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else {}
+        except FileNotFoundError:
+            return {}
+        except (ValueError, OSError) as exc:
+            log.warning("%s is unreadable (%s); starting its metadata afresh", folder / META, exc)
+            return {}
+
+    def _write(self, folder: Path, data: dict) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".project.", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, ensure_ascii=False, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, folder / META)
+
+    def _info(self, folder: Path, data: dict) -> ProjectInfo:
+        conv = data.get("conversation") or {}
+        return ProjectInfo(name=str(data.get("name") or folder.name), folder=folder,
+                           conversation_id=str(conv.get("id") or ""), conversation_day=str(conv.get("day") or ""),
+                           created_ms=int(data.get("created_ms") or 0))
+
+    # ---- projects ----------------------------------------------------------------------------------
+    def list(self) -> list[ProjectInfo]:
+        out = []
+        for folder_name in self.memory.projects():
+            folder = self.data_dir / folder_name
+            out.append(self._info(folder, self._read(folder)))
+        return sorted(out, key=lambda p: p.name.lower())
+
+    def display_name(self, name: str) -> str:
+        """The name a project was created with ("Nike / Shot 010"), given any spelling that maps to
+        its folder."""
+        folder = self.memory.store(check_name(name, "project")).folder
+        return str(self._read(folder).get("name") or name)
+
+    def ensure(self, name: str) -> ProjectInfo:
+        """The project, created (journal and index) if it does not exist yet."""
+        name = check_name(name, "project")
+        if len(name) > names.MAX_PROJECT_CHARS * 2:
+            raise RecordError("project name is too long (keep it under 128 characters)")
+        store = self.memory.store(name)
+        with self._lock:
+            data = self._read(store.folder)
+            if not store.exists():
+                self.memory.open(name)
+            if not data:
+                data = {"name": name, "created_ms": now_ms()}
+                self._write(store.folder, data)
+            return self._info(store.folder, data)
+
+    def create(self, name: str) -> ProjectInfo:
+        if self.memory.store(check_name(name, "project")).exists():
+            raise RecordError(f"a project named {self.display_name(name)!r} already exists")
+        return self.ensure(name)
+
+    def rename(self, old: str, new: str) -> ProjectInfo:
+        """Give a project a new name (and folder). Its memory moves with it and is re-indexed under
+        the new name; the journal keeps every event as it was."""
+        old, new = check_name(old, "project"), check_name(new, "project")
+        src = self.memory.store(old)
+        if not src.exists():
+            raise RecordError(f"there is no project named {old!r}")
+        dst_folder = self.data_dir / names.folder_name(new)
+        if dst_folder.exists() and dst_folder.resolve() != src.folder.resolve():
+            raise RecordError(f"a project named {new!r} already exists")
+        with self._lock:
+            data = self._read(src.folder)
+            self.memory.release(old)
+            if dst_folder.resolve() != src.folder.resolve():
+                try:
+                    src.folder.rename(dst_folder)
+                except OSError as exc:
+                    raise RecordError(f"cannot rename the project folder: {exc.strerror or exc} "
+                                      "(is it open in another program?)") from None
+            data["name"] = new
+            data.setdefault("created_ms", now_ms())
+            data.setdefault("former_names", []).append(old)
+            self._write(dst_folder, data)
+        self.memory.reindex(new)  # names in the index and the Markdown headers follow
+        return self._info(dst_folder, data)
+
+    # ---- conversations -----------------------------------------------------------------------------
+    def conversation(self, name: str) -> str:
+        """The project's current conversation; a new one when the last was started on another day."""
+        info = self.ensure(name)
+        today = self._today().isoformat()
+        if info.conversation_id and info.conversation_day == today:
+            return info.conversation_id
+        return self.new_conversation(name)
+
+    def new_conversation(self, name: str) -> str:
+        store = self.memory.store(check_name(name, "project"))
+        with self._lock:
+            data = self._read(store.folder) or {"name": name, "created_ms": now_ms()}
+            cid = new_id("c")
+            data["conversation"] = {"id": cid, "day": self._today().isoformat(), "started_ms": now_ms()}
+            self._write(store.folder, data)
+        return cid

@@ -1,0 +1,215 @@
+"""The terminal faces of the conversation loop: ``kelvin chat``, ``kelvin doctor``, ``kelvin project``.
+
+Thin: they print what the services do. Ctrl+C during a reply stops the reply (it is kept,
+marked as stopped); Ctrl+C or Ctrl+D at the prompt leaves.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+
+from app.core.commands import CommandError
+from app.core.records import RecordError
+
+EXIT_OK, EXIT_ERROR = 0, 1
+_KIND_HINT = {
+    "not_running": "use --mode recall to answer from memory without a model",
+    "model_missing": "pull it, or use --mode recall to answer from memory",
+    "out_of_memory": "try --mode cpu, a smaller model, or wait for the render to finish",
+}
+
+
+@contextmanager
+def _ctrl_c_cancels(conversation):
+    """While a reply streams, Ctrl+C stops the reply instead of killing Kelvin."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: conversation.cancel())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _footer(result) -> str:
+    bits = []
+    if result.recalled:
+        bits.append(f"{len(result.recalled)} past message{'s' if len(result.recalled) != 1 else ''}")
+    if result.memories:
+        bits.append(f"{len(result.memories)} kept memor{'ies' if len(result.memories) != 1 else 'y'}")
+    if result.settings:
+        bits.append(f"{len(result.settings)} setting{'s' if len(result.settings) != 1 else ''}")
+    looked = ("looked at " + ", ".join(bits)) if bits else "nothing relevant in memory"
+    tokens = f" · prompt {result.prompt_tokens:,} tokens" if result.prompt_tokens else (
+        f" · prompt ≈{result.window.total:,} tokens" if result.window else "")
+    tools = "".join(f"\n  · {line}" for line in result.tool_log)
+    return f"  ({result.mode.value} · {looked}{tokens}){tools}"
+
+
+def result_json(result) -> dict:
+    return {
+        "status": result.status, "mode": result.mode.value, "text": result.text, "error": result.error or None,
+        "question_id": result.question.id if result.question else None,
+        "answer_id": result.answer.id if result.answer else None,
+        "prompt_tokens": result.prompt_tokens, "prompt_tokens_estimated": result.window.total if result.window else None,
+        "looked_at": {"messages": [m.to_json() for m in result.recalled],
+                      "memories": [m.to_json() for m in result.memories], "settings": list(result.settings)},
+        "tools": result.tool_log,
+    }
+
+
+def chat_once(conversation, question: str, as_json: bool = False) -> int:
+    streamed = []
+
+    def show(token: str) -> None:
+        streamed.append(token)
+        if not as_json:
+            sys.stdout.write(token)
+            sys.stdout.flush()
+
+    with _ctrl_c_cancels(conversation):
+        result = conversation.ask(question, show, fallback=False)
+    if as_json:
+        print(json.dumps(result_json(result), ensure_ascii=False, indent=1))
+    elif streamed:
+        print()  # end the streamed line
+    elif result.answered:
+        print(result.text)
+    if result.answered:
+        return EXIT_OK
+    if result.status == "cancelled":
+        sys.stderr.write("kelvin: stopped; the question and the partial answer are kept\n")
+    else:
+        hint = _KIND_HINT.get(result.error_kind, "")
+        sys.stderr.write(f"kelvin: {result.error}" + (f" ({hint})" if hint else "") + "\n")
+    return EXIT_ERROR
+
+
+def chat_loop(conversation, read=input) -> int:
+    c = conversation
+    print(f"Kelvin — project {c.project} · mode {c.mode.value} · {c.model} at {c.settings.ollama_host}")
+    print("Type a question. /help lists commands; Ctrl+C stops a reply; /quit or Ctrl+D leaves.")
+    while True:
+        try:
+            text = read(f"\n[{c.project}] you ▸ ")
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return EXIT_OK
+        if not text.strip():
+            continue
+        try:
+            result = _turn(c, text)
+        except (CommandError, RecordError) as exc:
+            print(f"  {exc}")
+            continue
+        if result.status == "command" and text.strip().lower() in ("/quit", "/exit", "/q"):
+            return EXIT_OK
+        if result.error_kind == "model_missing" and _offer_pull(c, read):
+            continue
+
+
+def _turn(c, text):
+    print("kelvin ▸ ", end="", flush=True)
+    streamed = []
+
+    def show(token: str) -> None:
+        streamed.append(token)
+        sys.stdout.write(token)
+        sys.stdout.flush()
+
+    with _ctrl_c_cancels(c):
+        result = c.ask(text, show)
+    if result.status in ("recall", "command") or not streamed:
+        print(result.text)
+    else:
+        print()
+    if result.status == "cancelled":
+        print("  (stopped — the partial answer is kept)")
+    elif result.status in ("cut", "failed"):
+        print(f"  ({result.error})")
+    if result.status != "command":
+        print(_footer(result))
+    return result
+
+
+def _offer_pull(c, read) -> bool:
+    try:
+        yes = read(f"  Pull {c.model} now? It can take a while. [y/N] ").strip().lower() in ("y", "yes")
+    except (EOFError, KeyboardInterrupt):
+        return False
+    if not yes:
+        return False
+    from app.llm.errors import OllamaUnavailable
+
+    cancel = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: cancel.set()) \
+        if threading.current_thread() is threading.main_thread() else None
+    try:
+        c.backend.pull(c.model, _pull_progress, cancel=cancel)
+        print(f"\n  {c.model} is ready; ask again.")
+        return True
+    except OllamaUnavailable as exc:
+        print(f"\n  pull failed: {exc}")
+        return False
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _pull_progress(p) -> None:
+    if p.total:
+        sys.stderr.write(f"\r  {p.status[:30]:30} {100 * (p.completed or 0) / p.total:5.1f}%")
+    else:
+        sys.stderr.write(f"\r  {p.status[:40]:40}        ")
+    sys.stderr.flush()
+
+
+def doctor(settings, as_json: bool = False) -> int:
+    from app.llm.backend import OllamaBackend
+    from app.services import doctor as checks
+    from app.services.memory import MemoryService
+
+    backend = OllamaBackend(settings.ollama_host, min(settings.ollama_timeout_s, 10.0))
+    memory = MemoryService(settings)
+    try:
+        results = checks.run(settings, backend, memory)
+    finally:
+        memory.close()
+        backend.close()
+    if as_json:
+        print(json.dumps([r.to_json() for r in results], indent=1))
+    else:
+        mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "info": "info"}
+        for r in results:
+            print(f"[{mark[r.status]}] {r.name}: {r.detail}")
+            if r.fix and r.status != "ok":
+                print(f"       → {r.fix}")
+    return EXIT_ERROR if any(r.status == "fail" for r in results) else EXIT_OK
+
+
+def project(args, memory) -> int:
+    from app.services.projects import Projects
+
+    projects = Projects(memory)
+    if args.project_command == "list":
+        items = projects.list()
+        if args.json:
+            print(json.dumps([p.to_json() for p in items], ensure_ascii=False, indent=1))
+        elif not items:
+            print("no projects yet; `kelvin project create NAME` or just `kelvin --project NAME chat`")
+        for p in items if not args.json else ():
+            print(f"{p.name}  ({p.folder.name})")
+    elif args.project_command == "create":
+        info = projects.create(args.name)
+        print(f"created project {info.name!r} in {info.folder}")
+    elif args.project_command == "rename":
+        info = projects.rename(args.old, args.new)
+        print(f"renamed {args.old!r} to {info.name!r} ({info.folder})")
+    elif args.project_command == "new-conversation":
+        name = memory.default_project
+        print(f"project {name!r}: new conversation {projects.new_conversation(name)}")
+    return EXIT_OK

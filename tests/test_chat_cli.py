@@ -1,0 +1,99 @@
+"""`kelvin chat`, `kelvin doctor` and `kelvin project`, run as new processes against the test server."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.ollama_server import ModelSpec, OllamaTestServer
+from tests.test_cli import kelvin
+
+
+@pytest.fixture
+def server(monkeypatch):
+    with OllamaTestServer() as srv:
+        monkeypatch.setenv("KELVIN_OLLAMA_HOST", srv.host)
+        yield srv
+
+
+def test_once_answers_commits_and_sees_the_last_turns(server):
+    server.queue_reply("Use a 2.8 f-stop for a shallow focus.")
+    out = kelvin("chat", "--once", "How do I blur the background?")
+    assert out.stdout == "Use a 2.8 f-stop for a shallow focus.\n"
+    server.queue_reply("Then 4.0 keeps the bottle sharp.")
+    turn = json.loads(kelvin("chat", "--once", "--json", "And for the whole bottle in focus?").stdout)
+    assert turn["status"] == "complete" and turn["text"] == "Then 4.0 keeps the bottle sharp."
+    body = [b for b in server.requests_to("/api/chat") if b.get("messages")][-1]
+    assert [m["content"] for m in body["messages"][1:]] == [
+        "How do I blur the background?", "Use a 2.8 f-stop for a shallow focus.", "And for the whole bottle in focus?"]
+    listed = kelvin("memory", "list", "--json").stdout
+    texts = [m["text"] for m in json.loads(listed)]
+    assert texts == ["How do I blur the background?", "Use a 2.8 f-stop for a shallow focus.",
+                     "And for the whole bottle in focus?", "Then 4.0 keeps the bottle sharp."]
+
+
+def test_once_cannot_answer_in_the_requested_mode_without_ollama(tmp_path):
+    kelvin("memory", "remember", "The client wants a warm key light")
+    out = kelvin("chat", "--once", "--mode", "gpu", "what key light?", check=False)
+    assert out.returncode == 1 and out.stdout == ""
+    assert "Ollama is not reachable at http://127.0.0.1:9" in out.stderr and "--mode recall" in out.stderr
+    out = kelvin("chat", "--once", "--mode", "recall", "what key light?")
+    assert out.stdout.startswith("_Recall mode: answering from memory, no model._")
+    assert "The client wants a warm key light" in out.stdout
+    # both questions were kept
+    texts = [m["text"] for m in json.loads(kelvin("memory", "list", "--json").stdout)]
+    assert texts.count("what key light?") == 2
+
+
+def test_interactive_chat_with_commands(server):
+    server.queue_reply("Try the studio HDRI.")
+    script = "\n".join(["/mode cpu", "What HDRI for the bottle?", "/remember the bottle is amber glass #fact",
+                        "/memories", "/project Forest", "/projects", "/bogus", "/quit"]) + "\n"
+    out = kelvin("chat", input=script)
+    assert "Mode: cpu" in out.stdout and "Try the studio HDRI." in out.stdout
+    assert "Kept (fact): the bottle is amber glass" in out.stdout
+    assert "unknown command /bogus" in out.stdout
+    assert "* Forest" in out.stdout and "  default" in out.stdout
+    body = [b for b in server.requests_to("/api/chat") if b.get("messages")][-1]
+    assert body["options"]["num_gpu"] == 0
+
+
+def test_interactive_chat_offers_to_pull_a_missing_model(monkeypatch):
+    with OllamaTestServer(models={}, available={"llama3.1:8b": ModelSpec()}) as srv:
+        monkeypatch.setenv("KELVIN_OLLAMA_HOST", srv.host)
+        out = kelvin("chat", input="hello\ny\nhello again\n/quit\n")
+        assert "does not have the model" in out.stdout or "ollama pull" in out.stdout
+        assert "llama3.1:8b is ready" in out.stdout
+        assert out.stdout.count("Echo: hello again") == 1
+        assert "100.0%" in out.stderr
+
+
+def test_doctor_names_each_problem_and_its_fix(tmp_path, monkeypatch):
+    out = kelvin("doctor", check=False)
+    assert out.returncode == 1
+    assert "[FAIL] Ollama: Ollama is not reachable at http://127.0.0.1:9" in out.stdout
+    assert "→ start Ollama (`ollama serve`" in out.stdout
+    assert "[info] GPU:" in out.stdout or "[ok  ] GPU:" in out.stdout
+    assert "[ok  ] data folder:" in out.stdout
+    with OllamaTestServer(models={"nomic-embed-text": ModelSpec(kind="embedding")}) as srv:
+        monkeypatch.setenv("KELVIN_OLLAMA_HOST", srv.host)
+        monkeypatch.setenv("KELVIN_EMBEDDER", "ollama:nomic-embed-text")
+        checks = {c["name"]: c for c in json.loads(kelvin("doctor", "--json", check=False).stdout)}
+        assert checks["Ollama"]["status"] == "ok" and "0.12.0-kelvin-test" in checks["Ollama"]["detail"]
+        assert checks["chat model"]["status"] == "fail" and "ollama pull llama3.1:8b" in checks["chat model"]["fix"]
+        assert checks["embedder"]["status"] == "ok"
+        assert checks["memory"]["status"] in ("info", "ok")
+
+
+def test_project_commands(tmp_path):
+    assert "created project 'Nike / Shot 010'" in kelvin("project", "create", "Nike / Shot 010").stdout
+    out = kelvin("project", "create", "Nike / Shot 010", check=False)
+    assert out.returncode == 1 and "already exists" in out.stderr
+    kelvin("--project", "Nike / Shot 010", "memory", "remember", "orange rim light")
+    kelvin("project", "rename", "Nike / Shot 010", "Nike Air")
+    projects = json.loads(kelvin("project", "list", "--json").stdout)
+    assert [p["name"] for p in projects] == ["Nike Air"]
+    mems = json.loads(kelvin("--project", "Nike Air", "memory", "memories", "--json").stdout)
+    assert [m["text"] for m in mems] == ["orange rim light"]
+    out = kelvin("project", "rename", "nope", "x", check=False)
+    assert out.returncode == 1 and "there is no project named 'nope'" in out.stderr

@@ -1,0 +1,190 @@
+"""The window each turn: token estimates, packing against the budget, notes, recall answers, commands."""
+from __future__ import annotations
+
+import pytest
+
+from app.core import commands, tools
+from app.core.commands import CommandError, Mode
+from app.core.context import Budget, Ingredients, note_for, pack
+from app.core.recall import recall_answer
+from app.core.records import Memory, Message, RecordError, Tags
+from app.core.tokens import Calibration, clip, estimate, estimate_messages
+
+T0 = 1_763_800_000_000
+
+
+def msg(i: int, text: str, role: str = "user", turn: str | None = None, domain: str = "lighting") -> Message:
+    return Message(id=f"m_{i}", project="p", conversation_id="c", role=role, speaker="", text=text,
+                   ts_ms=T0 + i * 60_000, turn_id=turn or f"t_{i // 2}", tags=Tags(domain=domain))
+
+
+# ---- tokens ---------------------------------------------------------------------------------------
+def test_estimate_is_close_to_four_chars_per_token_on_english():
+    text = "Set the GI clamp to 10 and raise max samples to 1024 for the hero shot. " * 20
+    n = estimate(text)
+    assert 0.7 < n / (len(text) / 4) < 1.4
+
+
+def test_estimate_counts_numbers_and_symbols_separately():
+    assert estimate("1024") == 2  # "102" "4"
+    assert estimate("a+b") == 3
+    assert estimate("") == 0
+
+
+def test_clip_cuts_at_a_word_boundary_with_a_visible_marker():
+    text = " ".join(f"word{i}" for i in range(2000))
+    out, cut = clip(text, 100, "the whole message is in memory as m_1")
+    assert cut
+    assert estimate(out) <= 100 + 5
+    head, _, marker = out.partition(" […")
+    assert text.startswith(head) and (len(head) == len(text) or text[len(head)] == " ")  # whole words only
+    assert "more characters not shown; the whole message is in memory as m_1]" in marker
+    assert clip("short text", 100) == ("short text", False)
+
+
+def test_calibration_learns_the_models_ratio_and_ignores_cached_prompts():
+    cal = Calibration()
+    cal.observe(1000, 1300)
+    assert cal.ratio == pytest.approx(1.3)
+    cal.observe(1000, 1300)
+    assert cal.ratio == pytest.approx(1.3)
+    cal.observe(1000, 100)  # a prompt served mostly from Ollama's cache: not a measure of size
+    assert cal.ratio == pytest.approx(1.3)
+    cal.observe(1000, 10_000)  # absurd: clamped
+    assert cal.ratio <= cal.high
+    assert cal.scale(100) >= 100
+
+
+# ---- packing --------------------------------------------------------------------------------------
+def test_every_section_is_in_the_window_in_order():
+    recent = (msg(10, "What HDRI did we use?"), msg(11, "The studio_small_03 HDRI.", "assistant"))
+    ing = Ingredients(system="You are Kelvin.", question="And its rotation?", question_id="m_99",
+                      brief="Forest chase: moody dusk.", settings=("Octane GI clamp = 10 (set 14:02)",),
+                      memories=(Memory("k_1", "p", "Client wants warm key light", "preference", T0),),
+                      recalled=(msg(2, "HDRI rotation 135 degrees looks best"),), recent=recent)
+    w = pack(ing)
+    system = w.messages[0]["content"]
+    assert w.messages[0]["role"] == "system"
+    order = [system.index(s) for s in ("You are Kelvin.", "Forest chase", "GI clamp = 10", "warm key light",
+                                       "HDRI rotation 135")]
+    assert order == sorted(order)
+    assert [m["content"] for m in w.messages[1:3]] == [r.text for r in recent]
+    assert w.messages[-1] == {"role": "user", "content": "And its rotation?"}
+    assert w.recalled == (ing.recalled[0],) and w.memories == ing.memories
+    assert w.total <= 8192 - Budget().answer
+
+
+def test_retrieved_messages_show_date_and_domain_and_skip_what_the_window_already_has():
+    recent = (msg(10, "the recent one"), msg(11, "ok", "assistant"))
+    w = pack(Ingredients(system="S", question="q", question_id="m_q",
+                         recalled=(msg(10, "the recent one"), msg(3, "older lighting note", domain="camera"))))
+    system = w.messages[0]["content"]
+    assert "older lighting note" in system and " · camera · user]" in system
+    w2 = pack(Ingredients(system="S", question="q", recalled=recent[:1] + (msg(3, "older"),), recent=recent))
+    assert [m.id for m in w2.recalled] == ["m_3"]
+
+
+def test_memories_are_packed_best_first_until_their_share_is_used():
+    long = "Octane settings discussion " * 200  # ~1k tokens each
+    recalled = tuple(msg(i, f"{i}: {long}") for i in range(30))
+    w = pack(Ingredients(system="S", question="q", recalled=recalled), Budget(num_ctx=4096))
+    ids = [m.id for m in w.recalled]
+    assert ids == [f"m_{i}" for i in range(len(ids))]  # a prefix of the ranking
+    assert 1 <= len(ids) < 30
+    assert w.total <= 4096 - Budget(num_ctx=4096).answer
+    # the last one that went in may be clipped, with a marker saying where the rest is
+    if w.clipped:
+        assert w.clipped[-1] == ids[-1]
+        assert "the whole message is in memory as " + ids[-1] in w.messages[0]["content"]
+
+
+def test_a_huge_question_is_clipped_with_a_marker_and_the_window_holds():
+    paste = "ERROR: CUDA out of memory at frame 12\n" + "log line with value 12345\n" * 20000
+    w = pack(Ingredients(system="S", question=paste, question_id="m_q"))
+    q = w.messages[-1]["content"]
+    assert q.startswith("ERROR: CUDA out of memory")
+    assert "more characters not shown; the whole message is in memory as m_q]" in q
+    assert "m_q" in w.clipped
+    assert w.total <= 8192 - Budget().answer
+
+
+def test_overflowing_recent_turns_fold_oldest_first_into_notes():
+    log_paste = "Octane render log\n" + "\n".join(f"frame {i}: 41.2 s, VRAM 10.{i % 10} GB" for i in range(3000))
+    recent = (msg(0, log_paste, turn="t_a"), msg(1, "The log shows VRAM creeping up.", "assistant", "t_a"),
+              msg(2, "So what now?", turn="t_b"), msg(3, "Lower the texture cache.", "assistant", "t_b"))
+    w = pack(Ingredients(system="S", question="and then?", recent=recent))
+    contents = [m["content"] for m in w.messages[1:-1]]
+    assert w.folded == ("m_0",)
+    assert contents[0].startswith("[shortened: ") and "whole message is in memory as m_0" in contents[0]
+    assert "Octane render log" in contents[0]
+    assert contents[1:] == [m.text for m in recent[1:]]  # the rest verbatim
+    assert w.tokens["recent"] <= int((8192 - 1024) * 0.35)
+    # a model-written summary is preferred when there is one
+    w2 = pack(Ingredients(system="S", question="q", recent=recent, notes={"m_0": "VRAM grows 0.1 GB per frame."}))
+    assert "VRAM grows 0.1 GB per frame." in w2.messages[1]["content"]
+
+
+def test_the_window_stays_under_budget_whatever_is_thrown_at_it():
+    big = "x " * 50_000
+    for num_ctx in (1024, 2048, 8192, 32768):
+        budget = Budget(num_ctx=num_ctx)
+        w = pack(Ingredients(system="You are Kelvin. " * 10, question=big, brief=big, settings=("a = 1",) * 500,
+                             memories=tuple(Memory(f"k_{i}", "p", big, "fact", T0) for i in range(5)),
+                             recalled=tuple(msg(i, big) for i in range(20)),
+                             recent=tuple(msg(100 + i, big, "user" if i % 2 == 0 else "assistant") for i in range(6))),
+                 budget)
+        assert estimate_messages(w.messages) <= num_ctx - budget.reserve, num_ctx
+    with pytest.raises(ValueError):
+        Budget(num_ctx=512)
+
+
+def test_note_keeps_numbers_and_errors():
+    m = msg(5, "Here is my log\nall fine\nWARNING: texture cache 512 MB too small\nnothing here\nframe 12 took 38 s")
+    note = note_for(m)
+    assert "Here is my log" in note and "512 MB" in note and "38 s" in note and "nothing here" not in note
+
+
+# ---- recall answers -------------------------------------------------------------------------------
+def test_recall_answer_quotes_sources_with_dates_and_ids():
+    m = msg(4, "We settled on GI clamp 10 for the forest shot. The rest was chatter about lunch.")
+    text = recall_answer("what GI clamp?", reason="Recall mode.", settings=("Octane GI clamp = 10",),
+                         memories=(Memory("k_9", "p", "Client hates noise in shadows", "preference", T0),),
+                         messages=(m,))
+    assert text.startswith("_Recall mode._")
+    assert "- Octane GI clamp = 10" in text and "Client hates noise" in text and "`k_9`" in text
+    assert "> We settled on GI clamp 10" in text and "`m_4`" in text and "lighting.md" in text
+    assert "2025-11-22" in text or "2025-11-21" in text  # the message's date (local time)
+
+
+def test_recall_answer_says_so_when_nothing_matches():
+    text = recall_answer("<script>alert(1)</script> xyz", reason="No model.")
+    assert "Nothing in this project's memory matches" in text
+
+
+# ---- commands and tools ---------------------------------------------------------------------------
+def test_commands_parse():
+    assert commands.parse("what about GI?") is None
+    assert commands.parse("/remember client wants warm light #preference") == commands.Command(
+        "remember", "client wants warm light", "preference")
+    assert commands.parse("/remember renders on 2x4090").category == "fact"
+    assert commands.parse("/mode CPU") == commands.Command("mode", "CPU")
+    assert commands.parse("/exit").name == "quit"
+    assert commands.parse("/tmp/render.exr is black") is None  # a path, not a command
+    assert commands.parse("//remember is a word") is None
+    assert commands.unescape("//remember is a word") == "/remember is a word"
+    for bad in ("/mode turbo", "/remember", "/forget", "/bogus", "/rename"):
+        with pytest.raises(CommandError):
+            commands.parse(bad)
+    assert Mode.parse(" Recall ") is Mode.RECALL
+
+
+def test_tool_calls_are_checked_strictly():
+    assert tools.check_call("save_to_model_memory", {"text": " likes ACES ", "category": "preference"}) == \
+        tools.Save("likes ACES", "preference")
+    assert tools.check_call("recall", {"query": "GI clamp"}) == tools.Recall("GI clamp")
+    for name, args in (("save_to_model_memory", {"text": ""}), ("save_to_model_memory", "text"),
+                       ("save_to_model_memory", {"text": "x" * 5000}), ("rm_rf", {}), ("recall", {"query": 3})):
+        with pytest.raises(RecordError):
+            tools.check_call(name, args)
+    names = [s["function"]["name"] for s in tools.SCHEMAS]
+    assert names == ["save_to_model_memory", "recall"]
