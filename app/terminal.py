@@ -150,6 +150,9 @@ def _offer_pull(c, read) -> bool:
         if threading.current_thread() is threading.main_thread() else None
     try:
         c.backend.pull(c.model, _pull_progress, cancel=cancel)
+        if cancel.is_set():
+            print("\n  pull stopped; Ollama resumes it next time")
+            return False
         print(f"\n  {c.model} is ready; ask again.")
         return True
     except OllamaUnavailable as exc:

@@ -232,10 +232,16 @@ def test_other_refusals_are_server_errors_with_the_status(server, backend):
 
 def test_a_slow_server_did_not_answer_in_time(server):
     server.delay_s = 1.0
-    with OllamaBackend(server.host, timeout_s=0.2) as slow:
+    with OllamaBackend(server.host, timeout_s=0.2, stream_timeout_s=0.2) as slow:
         with pytest.raises(OllamaUnavailable, match="did not answer in time") as info:
             slow.complete(CHAT, USER)
     assert type(info.value) is OllamaUnavailable
+    # a stream may stay silent much longer than a plain call (a model loading, a long prompt on the CPU)
+    server.delay_s = 0.4
+    with OllamaBackend(server.host, timeout_s=0.2) as patient:
+        assert patient.stream_timeout_s >= 600
+        text, final = patient.complete(CHAT, [{"role": "user", "content": "hi"}])
+        assert text == "Echo: hi" and final.done
 
 
 @pytest.mark.parametrize("call", [

@@ -274,3 +274,29 @@ def test_search_falls_back_when_row_ids_went_stale(service, monkeypatch):
     monkeypatch.setattr(index, "rows_by_row_id", lambda ids: [])  # as if a compaction moved every row
     stale = [h.message for h in service.search("noise level limit", k=3)]
     assert stale == fresh and {m.id for m in stale} == {m.id for m in msgs}
+
+
+def test_reply_status_is_stored_shown_in_markdown_and_survives_a_rebuild(service):
+    msg, fut = service.commit("Lower the GI clamp to", role="assistant", status="cut")
+    fut.result()
+    assert service.show(msg.id).status == "cut"
+    md = (service.store().folder / f"{service.show(msg.id).tags.domain}.md").read_text(encoding="utf-8")
+    assert "reply cut off" in md
+    service.reindex()
+    assert service.show(msg.id).status == "cut"
+    with pytest.raises(RecordError):
+        service.commit("x", status="maybe")
+
+
+def test_an_index_from_before_reply_status_is_upgraded_in_place(make_service):
+    svc = make_service()
+    msg, fut = svc.commit("Octane kernel: path tracing")
+    fut.result()
+    svc.store().index._chunks.drop_columns(["status"])  # as written by Kelvin before statuses existed
+    svc.close()
+    again = make_service()
+    assert again.show(msg.id).text == "Octane kernel: path tracing" and again.show(msg.id).status == ""
+    assert [h.message.id for h in again.search("path tracing")] == [msg.id]
+    m2, fut = again.commit("a stopped reply", role="assistant", status="cancelled")
+    fut.result()
+    assert again.show(m2.id).status == "cancelled"

@@ -210,9 +210,12 @@ class OllamaBackend:
     """One Ollama host. Call :meth:`close` when done (it closes the HTTP client)."""
 
     UNLOAD_POLL_S = 0.1
+    # how long a stream may stay silent: a model loading, or a long prompt evaluated on the CPU,
+    # sends nothing for minutes (a cancel does not wait for it: it shuts the socket)
+    STREAM_TIMEOUT_S = 900.0
 
-    def __init__(self, host: str, timeout_s: float = 120.0):
-        self.host, self.timeout_s = host, timeout_s
+    def __init__(self, host: str, timeout_s: float = 120.0, stream_timeout_s: float = STREAM_TIMEOUT_S):
+        self.host, self.timeout_s, self.stream_timeout_s = host, timeout_s, max(timeout_s, stream_timeout_s)
         self._verify = httpx.create_ssl_context()  # built once (~30 ms), shared by every stream's client
         self._client = ollama.Client(host=host, timeout=timeout_s, verify=self._verify)
 
@@ -234,7 +237,7 @@ class OllamaBackend:
         if num_predict is not None:
             options["num_predict"] = num_predict
         request = dict(model=model, messages=messages, tools=tools, options=options, keep_alive=keep_alive)
-        return ChatStream(self.host, self.timeout_s, model, request, verify=self._verify)
+        return ChatStream(self.host, self.stream_timeout_s, model, request, verify=self._verify)
 
     def complete(self, model: str, messages: list[dict], **kwargs) -> tuple[str, ChatChunk]:
         """The whole reply and its final chunk (carrying every tool call of the reply)."""
@@ -268,7 +271,7 @@ class OllamaBackend:
             self._call(model, self._client.generate, model=model, keep_alive=0)
         except ModelMissing:
             return True
-        except ServerError as exc:  # "does not support generate": an embedding model on an older Ollama
+        except ServerError as exc:  # 400 "does not support generate": an embedding model (older Ollama, test server)
             if exc.status != 400:
                 raise
             self._call(model, self._client.embed, model=model, input="unload", keep_alive=0)
@@ -303,8 +306,9 @@ class OllamaBackend:
              cancel: threading.Event | None = None) -> None:
         """Download a model, reporting progress; returns quietly if ``cancel`` is set meanwhile
         (Ollama resumes an interrupted pull next time)."""
+        client = ollama.Client(host=self.host, timeout=self.stream_timeout_s, verify=self._verify)
         try:
-            parts = self._client.pull(model, stream=True)
+            parts = client.pull(model, stream=True)
             try:
                 for part in parts:
                     if cancel is not None and cancel.is_set():
@@ -318,6 +322,8 @@ class OllamaBackend:
             if isinstance(err, ModelMissing):
                 err = ModelMissing(f"Ollama's library has no model {model!r}; check the name", model)
             raise err from None
+        finally:
+            client.close()
 
     def version(self) -> str:
         """The server's version (``GET /api/version``; the client has no call for it)."""

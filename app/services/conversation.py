@@ -145,7 +145,8 @@ class Conversation:
             question, _ = self.memory.commit(text, role="user", conversation_id=self.conversation_id,
                                              turn_id=turn_id, project=self.project)
             mode = self.mode
-            recalled, memories, settings = self._point(text, question.id, recent)
+            # a model sees the last turns in its window; a recall answer must be able to quote them
+            recalled, memories, settings = self._point(text, question.id, recent if mode is not Mode.RECALL else [])
             if mode is Mode.RECALL:
                 result = self._recall(question, recalled, memories, settings,
                                       "Recall mode: answering from memory, no model.")
@@ -169,7 +170,9 @@ class Conversation:
         skip = {m.id for m in recent} | {question_id}
         hits = self.memory.search(text, k=RETRIEVE_K + len(skip), project=self.project,
                                   drop_status=NOT_FOR_RETRIEVAL)
-        recalled = tuple(h.message for h in hits if h.message.id not in skip)[:RETRIEVE_K]
+        asked = " ".join(text.lower().split())
+        recalled = tuple(h.message for h in hits if h.message.id not in skip
+                         and " ".join(h.message.text.lower().split()) != asked)[:RETRIEVE_K]  # not the same question again
         memories = tuple(m for m, _ in self.memory.search_memories(text, k=MEMORIES_K, project=self.project))
         settings = tuple(self.settings_lookup(self.project, text))
         return recalled, memories, settings

@@ -129,7 +129,7 @@ def _store(settings: Settings, memory) -> Check:
     if not stats["journal"]["events"]:
         return Check("memory", INFO, f"project {name!r} is empty (nothing said yet)")
     behind = stats.get("projections_behind", 0)
-    detail = (f"project {name!r}: {stats['messages']:,} messages, {stats['memories']} kept memories, "
+    detail = (f"project {name!r}: {stats['messages']:,} messages, {stats['memories']} kept memor{'y' if stats['memories'] == 1 else 'ies'}, "
               f"journal {stats['journal']['bytes'] / 2**20:.1f} MB")
     if behind:
         return Check("memory", WARN, f"{detail}; {behind} journaled events not yet in the index",

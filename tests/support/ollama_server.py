@@ -442,17 +442,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _complete(self, owner, body, chat: bool) -> None:
         name, spec = owner._model(body)
-        if "completion" not in spec.caps():
-            raise _Refusal(400, f'"{name}" does not support {"chat" if chat else "generate"}')
-        if chat and body.get("tools") and "tools" not in spec.caps():
-            raise _Refusal(400, f"registry.ollama.ai/library/{name} does not support tools")
         messages = body.get("messages") or []
         base = {"model": name, "created_at": _iso(time.time())}
         empty = {"message": {"role": "assistant", "content": ""}} if chat else {"response": ""}
         if not (messages if chat else body.get("prompt")):  # load / unload request, never streamed
-            unload = _keep_alive_s(body.get("keep_alive")) == 0
+            unload = _keep_alive_s(body.get("keep_alive")) == 0  # Ollama takes it for any model kind
             owner._unload(name) if unload else owner._touch(name, spec, body)
             return self._json(200, {**base, **empty, "done": True, "done_reason": "unload" if unload else "load"})
+        if "completion" not in spec.caps():
+            raise _Refusal(400, f'"{name}" does not support {"chat" if chat else "generate"}')
+        if chat and body.get("tools") and "tools" not in spec.caps():
+            raise _Refusal(400, f"registry.ollama.ai/library/{name} does not support tools")
         load = owner._touch(name, spec, body)
         users = [m.get("content") or "" for m in messages if m.get("role") == "user"]
         prompt_text = "".join(m.get("content") or "" for m in messages) if chat else body["prompt"]
