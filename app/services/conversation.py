@@ -91,6 +91,7 @@ class Conversation:
         self._notes: dict[str, str] = {}
         self.project = ""
         self.conversation_id = ""
+        self._day = ""
         self._recent: list[Message] | None = None
         self.switch_project(settings.project)
 
@@ -99,10 +100,12 @@ class Conversation:
         info = self.projects.ensure(name)
         self.project = info.name
         self.conversation_id = self.projects.conversation(info.name)
+        self._day = self.projects.today()
         self._recent = None
 
     def new_conversation(self) -> str:
         self.conversation_id = self.projects.new_conversation(self.project)
+        self._day = self.projects.today()
         self._recent = []
         return self.conversation_id
 
@@ -140,6 +143,8 @@ class Conversation:
         self._cancel.clear()
         self._preempt_summary()
         with self._inference:
+            if self.projects.today() != self._day:  # Kelvin left open overnight: a new day starts clean
+                self.switch_project(self.project)
             recent = self.recent()
             turn_id = new_id("t")
             question, _ = self.memory.commit(text, role="user", conversation_id=self.conversation_id,

@@ -134,6 +134,9 @@ class Projects:
         return self._info(dst_folder, data)
 
     # ---- conversations -----------------------------------------------------------------------------
+    def today(self) -> str:
+        return self._today().isoformat()
+
     def conversation(self, name: str) -> str:
         """The project's current conversation; a new one when the last was started on another day."""
         info = self.ensure(name)
