@@ -6,13 +6,14 @@ marked as stopped); Ctrl+C or Ctrl+D at the prompt leaves.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
 from contextlib import contextmanager
 
 from app.core.commands import CommandError
-from app.core.records import RecordError
+from app.core.records import RecordError, clean_output
 
 EXIT_OK, EXIT_ERROR = 0, 1
 _KIND_HINT = {
@@ -64,21 +65,34 @@ def result_json(result) -> dict:
 
 def chat_once(conversation, question: str, as_json: bool = False) -> int:
     streamed = []
+    screen = {"open": True}
 
     def show(token: str) -> None:
         streamed.append(token)
-        if not as_json:
+        if as_json or not screen["open"]:
+            return
+        try:
             sys.stdout.write(token)
             sys.stdout.flush()
+        except (BrokenPipeError, OSError):  # `kelvin chat --once … | head`: the reader left; the turn is kept
+            screen["open"] = False
+            _silence_stdout()
 
     with _ctrl_c_cancels(conversation):
         result = conversation.ask(question, show, fallback=False)
+    stored_ok = _wait_stored(result)
+    if not screen["open"]:
+        return EXIT_OK if result.answered and stored_ok else EXIT_ERROR
     if as_json:
         print(json.dumps(result_json(result), ensure_ascii=False, indent=1))
     elif streamed:
         print()  # end the streamed line
     elif result.answered:
-        print(result.text)
+        print(clean_output(result.text))
+    if not stored_ok:
+        for problem in conversation.commit_problems:
+            sys.stderr.write(f"kelvin: {problem}\n")
+        return EXIT_ERROR
     if result.answered:
         return EXIT_OK
     if result.status == "cancelled":
@@ -87,6 +101,27 @@ def chat_once(conversation, question: str, as_json: bool = False) -> int:
         hint = _KIND_HINT.get(result.error_kind, "")
         sys.stderr.write(f"kelvin: {result.error}" + (f" ({hint})" if hint else "") + "\n")
     return EXIT_ERROR
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the exit flush cannot fail on a closed pipe
+    (the recipe in Python's signal docs)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _wait_stored(result, timeout: float = 60.0) -> bool:
+    """A one-shot process exits right after: make sure the turn is on disk first."""
+    ok = True
+    for stored in result.stored:
+        try:
+            stored.result(timeout=timeout)
+        except Exception:  # noqa: BLE001 — reported through commit_problems
+            ok = False
+    return ok
 
 
 def chat_loop(conversation, read=input) -> int:
@@ -108,6 +143,8 @@ def chat_loop(conversation, read=input) -> int:
             continue
         if result.status == "command" and text.strip().lower() in ("/quit", "/exit", "/q"):
             return EXIT_OK
+        while c.commit_problems:  # a commit failed in the background: say so, once
+            print(f"  ! {c.commit_problems.pop(0)}")
         if result.error_kind == "model_missing" and _offer_pull(c, read):
             continue
 
@@ -124,7 +161,7 @@ def _turn(c, text):
     with _ctrl_c_cancels(c):
         result = c.ask(text, show)
     if result.status in ("recall", "command") or not streamed:
-        print(result.text)
+        print(clean_output(result.text))
     else:
         print()
     if result.status == "cancelled":

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from tests.support.ollama_server import ModelSpec, OllamaTestServer
-from tests.test_cli import kelvin
+from tests.test_cli import ROOT, kelvin
 
 
 @pytest.fixture
@@ -97,3 +100,19 @@ def test_project_commands(tmp_path):
     assert [m["text"] for m in mems] == ["orange rim light"]
     out = kelvin("project", "rename", "nope", "x", check=False)
     assert out.returncode == 1 and "there is no project named 'nope'" in out.stderr
+
+
+def test_once_into_a_pipe_that_closes_keeps_the_whole_turn(monkeypatch):
+    with OllamaTestServer(delay_s=0.02) as srv:
+        monkeypatch.setenv("KELVIN_OLLAMA_HOST", srv.host)
+        words = " ".join(f"step{i}" for i in range(60))
+        srv.queue_reply(words)
+        proc = subprocess.Popen([sys.executable, "-m", "app", "chat", "--once", "walk me through it"], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+        assert proc.stdout.read(5) == b"step0"  # like `| head -c 5`
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+    texts = [m["text"] for m in json.loads(kelvin("memory", "list", "--json").stdout)]
+    assert texts == ["walk me through it", words]

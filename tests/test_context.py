@@ -124,16 +124,25 @@ def test_overflowing_recent_turns_fold_oldest_first_into_notes():
     assert "VRAM grows 0.1 GB per frame." in w2.messages[1]["content"]
 
 
-def test_the_window_stays_under_budget_whatever_is_thrown_at_it():
+@pytest.mark.parametrize("ratio", [0.6, 1.0, 2.5])  # the calibration's whole range: a model's tokens per estimated one
+@pytest.mark.parametrize("offered", [0, tools.SCHEMA_TOKENS])
+def test_the_window_stays_under_budget_whatever_is_thrown_at_it(ratio, offered):
     big = "x " * 50_000
+    cal = Calibration(ratio=ratio, observations=1)
     for num_ctx in (1024, 2048, 8192, 32768):
         budget = Budget(num_ctx=num_ctx)
         w = pack(Ingredients(system="You are Kelvin. " * 10, question=big, brief=big, settings=("a = 1",) * 500,
                              memories=tuple(Memory(f"k_{i}", "p", big, "fact", T0) for i in range(5)),
                              recalled=tuple(msg(i, big) for i in range(20)),
-                             recent=tuple(msg(100 + i, big, "user" if i % 2 == 0 else "assistant") for i in range(6))),
-                 budget)
-        assert estimate_messages(w.messages) <= num_ctx - budget.reserve, num_ctx
+                             recent=tuple(msg(100 + i, big, "user" if i % 2 == 0 else "assistant") for i in range(6)),
+                             tools=offered),
+                 budget, cal)
+        sent = cal.scale(estimate_messages(w.messages)) + (cal.scale(offered) if w.tools else 0)  # what the model counts
+        assert sent == w.total and sent <= num_ctx - budget.reserve, (num_ctx, sent)
+        assert sent + w.num_predict <= num_ctx and w.num_predict >= budget.reserve
+        assert w.tools == (0 < cal.scale(offered) <= num_ctx // 8)  # schemas only where they fit
+        if num_ctx >= 8192:
+            assert w.recalled and "## From earlier" in w.messages[0]["content"]  # memories still get room
     with pytest.raises(ValueError):
         Budget(num_ctx=512)
 

@@ -1,11 +1,14 @@
 """The conversation loop against the Ollama-protocol test server, through the real client and a real store."""
 from __future__ import annotations
 
+import json
+
 import threading
 from datetime import date, timedelta
 
 import pytest
 
+from app.core import tools
 from app.core.commands import Mode
 from app.core.records import RecordError
 from app.core.tokens import estimate_messages
@@ -63,11 +66,13 @@ def test_a_turn_streams_commits_and_sends_a_fixed_window(server, converse):
     # the estimate was calibrated from Ollama's prompt_eval_count
     cal = conv.calibration[CHAT]
     assert cal.observations == 1 and result.prompt_tokens == body_tokens(body)
-    assert cal.ratio == pytest.approx(result.prompt_tokens / estimate_messages(body["messages"]), rel=0.01)
+    offered = tools.SCHEMA_TOKENS if body.get("tools") else 0  # the schemas are part of the prompt
+    assert cal.ratio == pytest.approx(result.prompt_tokens / (estimate_messages(body["messages"]) + offered), rel=0.01)
 
 
 def body_tokens(body: dict) -> int:
-    return max(1, sum(len(m.get("content") or "") for m in body["messages"]) // 4)  # how the test server counts
+    chars = sum(len(m.get("content") or "") for m in body["messages"])  # how the test server counts
+    return max(1, (chars + (len(json.dumps(body["tools"])) if body.get("tools") else 0)) // 4)
 
 
 def test_cpu_mode_keeps_the_model_off_the_gpu(server, converse):
@@ -171,7 +176,7 @@ def test_no_server_means_recall_mode_with_sources(converse):
     assert "ollama serve" in result.text and "Answering from memory" in result.text
     assert "> Final call for the forest shot: Octane GI clamp 7.5" in result.text
     hit = result.recalled[0]
-    assert f"`{hit.id}`" in result.text and "lighting.md" in result.text or f"{hit.tags.domain}.md" in result.text
+    assert f"`{hit.id}`" in result.text and f"{hit.tags.domain}.md" in result.text
     conv.memory.flush()
     stored = conv.memory.show(result.answer.id)
     assert stored.status == "recall" and stored.speaker == "Kelvin (from memory)"
@@ -204,7 +209,7 @@ def test_a_missing_model_or_no_memory_falls_back_and_says_why(converse):
         assert result.status == "recall" and result.error_kind == "model_missing"
         assert f"ollama pull {CHAT}" in result.error
     with OllamaTestServer() as srv:
-        conv = converse(srv.host)
+        conv = converse(srv.host, project="second")  # the first Kelvin still holds the default project
         srv.refuse_next(1, 500, "model requires more system memory (5.2 GiB) than is available (3.1 GiB)",
                         path="/api/chat")
         result = conv.ask("hello?")
@@ -317,3 +322,160 @@ def test_a_new_day_or_a_new_conversation_starts_clean_but_remembers(server, conv
     assert "cold moon at 7000K" in body["messages"][0]["content"]  # … but the memory is reachable
     cid = conv.conversation_id
     assert conv.ask("/new").status == "command" and conv.conversation_id != cid and conv.recent() == []
+
+
+def test_an_empty_reply_is_a_failed_turn_not_a_silent_one(server, converse):
+    conv = converse(server.host)
+    server.queue_reply("")
+    result = conv.ask("anything?")
+    assert result.status == "failed" and result.error_kind == "empty" and not result.answered
+    conv.memory.flush()
+    stored = conv.memory.show(result.answer.id)
+    assert stored.status == "failed" and stored.text == "[no reply: the model gave an empty reply]"
+
+
+def test_an_exception_mid_reply_still_commits_the_turn(server, converse):
+    conv = converse(server.host)
+    server.queue_reply("Use a dome light with the studio HDRI at 1.2 intensity.")
+
+    def broken_screen(token: str) -> None:
+        if "dome" in token:
+            raise BrokenPipeError("the terminal went away")
+
+    result = conv.ask("how do I light the packshot?", broken_screen)
+    assert result.status == "cut" and result.error_kind == "internal" and "BrokenPipeError" in result.error
+    assert result.text == "Use a dome"
+    conv.memory.flush()
+    assert conv.memory.show(result.question.id).text == "how do I light the packshot?"
+    assert conv.memory.show(result.answer.id).status == "cut"
+    server.queue_reply("Rotate the HDRI 90 degrees.")
+    again = conv.ask("and the reflections?")  # the loop goes on, with the cut turn in the window
+    assert again.status == "complete"
+    assert any("Use a dome" in m["content"] for m in chat_bodies(server)[-1]["messages"][1:-1])
+
+
+def test_control_characters_from_the_model_never_reach_the_screen_or_the_store(server, converse):
+    conv = converse(server.host)
+    server.queue_reply("Set\x1b[2J the\x00 clamp\x9b to 10.\tDone\nok")
+    shown: list[str] = []
+    result = conv.ask("clamp?", shown.append)
+    assert result.text == "Set[2J the clamp to 10.\tDone\nok" == "".join(shown)
+    conv.memory.flush()
+    assert conv.memory.show(result.answer.id).text == result.text
+
+
+def test_a_cancel_between_turns_does_not_stop_the_next_one(server, converse):
+    conv = converse(server.host)
+    conv.cancel()  # e.g. Esc pressed while nothing streams
+    server.queue_reply("Fine.")
+    assert conv.ask("still there?").status == "complete"
+
+
+def test_a_project_held_by_another_kelvin_is_refused_with_a_message(make_service, converse):
+    from app.memory.journal import StoreLocked
+
+    first = converse()
+    other = make_service()  # a second Kelvin on the same data folder
+    with pytest.raises(StoreLocked, match="another Kelvin process"):
+        Conversation(other.settings, other, projects=None)
+    first.ask("still mine")  # the first one is unaffected
+    assert first.commit_problems == []
+
+
+def test_a_failing_commit_is_reported_not_swallowed(server, converse):
+    conv = converse(server.host)
+    server.queue_reply("ok")
+    result = conv.ask("before the disk fills")
+    for stored in result.stored:
+        stored.result(timeout=10)
+    assert conv.commit_problems == []
+    conv.memory.release(conv.project)  # the project's files go away under the loop (like a lost drive)
+    conv.memory.store(conv.project).journal.open_for_write = _refuse  # type: ignore[method-assign]
+    server.queue_reply("ok again")
+    result = conv.ask("after")
+    with pytest.raises(OSError):
+        result.stored[0].result(timeout=10)
+    assert any("could not be stored" in p for p in conv.commit_problems)
+
+
+def _refuse():
+    raise OSError(28, "No space left on device")
+
+
+def test_tool_results_are_clipped_and_the_answer_keeps_its_room(server, converse):
+    conv = converse(server.host)
+    for i in range(6):
+        conv.memory.commit(f"Forest shot note {i}: " + " ".join(f"moss{i}-{j} fog density 0.0{j % 9}" for j in range(300)),
+                           conversation_id="old", project=conv.project)
+    conv.memory.flush()
+    server.queue_reply("", tool_calls=[{"name": "recall", "arguments": {"query": "forest fog density"}}])
+    server.queue_reply("Fog density 0.03 was the pick.")
+    result = conv.ask("what fog density did we use in the forest?")
+    assert result.status == "complete" and result.tool_log == ["looked up: forest fog density"]
+    first, second = chat_bodies(server)[-2:]
+    tool_msg = second["messages"][-1]
+    assert tool_msg["role"] == "tool" and "more characters not shown" in tool_msg["content"]
+    assert estimate_messages([tool_msg]) <= tools.RESULT_TOKENS + 16
+    for body in (first, second):  # what the model counts (the server's tokens) plus the answer fits the window
+        assert body_tokens(body) + body["options"]["num_predict"] <= 8192
+    assert second["options"]["num_predict"] >= 256
+
+
+def test_a_long_paste_is_summarised_in_the_background_and_the_note_is_used(server, converse):
+    conv = converse(server.host)
+    paste = "Redshift log\n" + "\n".join(f"block {i}: 12.{i % 10} s, 3.{i % 7} GB, 4 GI bounces" for i in range(1500))
+    server.queue_reply("The GI bounces dominate.")
+    server.queue_reply("Redshift log, 1500 blocks, 12 s and 3 GB each, 4 GI bounces.")  # the summary
+    conv.ask(paste)
+    conv._summary_thread.join(10)
+    summary_call = server.requests_to("/api/chat")[-1]
+    assert summary_call["messages"][0]["content"].startswith("Summarise the message")
+    assert summary_call["options"]["num_predict"] == 200
+    server.queue_reply("Drop to 2 bounces.")
+    conv.ask("what should I change?")
+    window = chat_bodies(server)[-1]["messages"]
+    assert window[1]["content"].startswith("[summary of a long message")
+    assert "1500 blocks, 12 s and 3 GB each" in window[1]["content"]
+
+
+def test_switching_to_recall_stops_a_summary_at_once(converse):
+    with OllamaTestServer(delay_s=0.2) as srv:
+        conv = converse(srv.host)
+        paste = "Octane log\n" + "\n".join(f"tile {i}: 0.{i % 10} s" for i in range(3000))
+        srv.queue_reply("Tiles are fine.")
+        srv.queue_reply(" ".join(f"w{i}" for i in range(100)))  # a slow summary: 20 s
+        conv.ask(paste)
+        thread = conv._summary_thread
+        assert thread is not None and thread.is_alive()
+        conv.set_mode("recall", "render started")
+        thread.join(2)
+        assert not thread.is_alive() and conv._notes == {}
+
+
+@pytest.mark.parametrize("content", [
+    "{not json", "[1, 2]", '{"name": 7, "conversation": "c_1", "created_ms": "yesterday"}',
+    '{"name": "Forest", "conversation": {"id": "../../x\\n", "day": 20261122}, "former_names": "Wood"}',
+])
+def test_a_hand_edited_project_json_never_stops_kelvin(make_service, content):
+    svc = make_service(project="Forest")
+    projects = Projects(svc)
+    folder = projects.ensure("Forest").folder
+    (folder / "project.json").write_text(content, encoding="utf-8")
+    info = projects.ensure("Forest")
+    assert info.name in ("Forest", "forest") and isinstance(info.created_ms, int)
+    cid = projects.conversation("Forest")
+    svc.commit("still works", conversation_id=cid, project="Forest")[1].result(timeout=10)
+    renamed = projects.rename("Forest", "Forest v2")
+    assert renamed.name == "Forest v2" and projects.conversation("Forest v2")
+
+
+def test_a_project_in_use_by_another_kelvin_is_not_renamed(make_service):
+    from app.memory.journal import StoreLocked
+
+    holder = make_service()
+    holder.commit("mine", project="Forest")[1].result(timeout=10)
+    other = make_service()
+    with pytest.raises(StoreLocked):
+        Projects(other).rename("Forest", "Jungle")
+    assert holder.store("Forest").folder.is_dir() and not (holder.data_dir / "jungle").exists()
+    holder.commit("still mine", project="Forest")[1].result(timeout=10)

@@ -86,6 +86,14 @@ def test_project_folders_never_escape(name, folder):
     assert len(got) <= 64
 
 
+def test_different_names_never_share_a_folder_unless_they_differ_only_in_spelling():
+    assert folder_name("Nike / Shot 010") == folder_name("nike shot 010")  # the same project, typed again
+    assert folder_name("Проект А") != folder_name("Проект Б")  # no Latin spelling: kept apart
+    assert folder_name("日本のプロジェクト") == folder_name("日本のプロジェクト")  # … and stable
+    long_a, long_b = "Shot " + "x" * 80 + " v1", "Shot " + "x" * 80 + " v2"
+    assert folder_name(long_a) != folder_name(long_b) and len(folder_name(long_a)) <= 64  # cut to fit, still apart
+
+
 def test_unusable_project_names_are_refused():
     for bad in ("", "   ", "a\nb", "x" * 201):
         with pytest.raises(RecordError):

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from app.core.records import Memory, Message
-from app.core.tokens import MESSAGE_OVERHEAD, Calibration, clip, estimate
+from app.core.tokens import MESSAGE_OVERHEAD, Calibration, clip, estimate, estimate_messages
 
 RECENT_TURNS = 3
+TOOLS_MAX_FRACTION = 8  # tool schemas may take at most an eighth of the window
 NOTE_TOKENS = 120  # a folded message becomes a note of about this size
 _KEY_LINE = re.compile(r"\d|error|warn|fail|crash|out of|exceed|fatal|cuda|vram|memory", re.I)
 
@@ -55,18 +56,20 @@ class Ingredients:
     recalled: tuple[Message, ...] = ()
     recent: tuple[Message, ...] = ()  # oldest first
     notes: dict[str, str] = field(default_factory=dict)  # message id → a model-written summary
+    tools: int = 0  # estimated tokens of the tool schemas offered with the call (the template adds them)
 
 
 @dataclass(frozen=True)
 class Window:
     messages: list[dict]  # for Ollama's chat endpoint
     tokens: dict[str, int]  # per section (calibrated estimate)
-    total: int
+    total: int  # the whole prompt as sent (calibrated estimate, tool schemas included)
     memories: tuple[Memory, ...]  # what went in, for "what Kelvin looked at"
     recalled: tuple[Message, ...]
     folded: tuple[str, ...]  # recent messages that went in as notes
     clipped: tuple[str, ...]  # ids of texts that went in cut, with a marker
     num_predict: int
+    tools: bool = False  # whether the tool schemas fit (and were counted): offer them only then
 
 
 def when(ts_ms: int) -> str:
@@ -101,7 +104,7 @@ def _fill(items: list[tuple[object, str]], cap: int, cal: Calibration, note: str
     (if enough room is left to be useful; its id goes to ``clipped``), then packing stops."""
     taken, texts, used = [], [], 0
     for item, text in items:
-        cost = cal.tokens(text) + 2
+        cost = cal.scale(estimate(text) + 2)
         if used + cost <= cap:
             taken.append(item)
             texts.append(text)
@@ -113,7 +116,7 @@ def _fill(items: list[tuple[object, str]], cap: int, cal: Calibration, note: str
             if room >= 64:
                 taken.append(item)
                 texts.append(cut)
-                used += cal.tokens(cut) + 2
+                used += cal.scale(estimate(cut) + 2)
                 if clipped is not None:
                     clipped.append(getattr(item, "id", str(item)))
         break
@@ -125,14 +128,18 @@ def pack(ing: Ingredients, budget: Budget = Budget(), cal: Calibration | None = 
     tokens: dict[str, int] = {}
     clipped: list[str] = []
 
-    tokens["system"] = cal.tokens(ing.system) + MESSAGE_OVERHEAD
+    tokens["system"] = cal.scale(estimate(ing.system) + MESSAGE_OVERHEAD)
+    # tool schemas ride in the prompt; in a window too small for them the model gets no tools
+    tools_on = bool(ing.tools) and cal.scale(ing.tools) <= budget.num_ctx // TOOLS_MAX_FRACTION
+    tokens["tools"] = cal.scale(ing.tools) if tools_on else 0
     q_cap = int(budget.num_ctx * budget.question_share)
     question, cut = clip(ing.question, max(64, int(q_cap / cal.ratio)),
                          f"the whole message is in memory as {ing.question_id}" if ing.question_id else "")
     if cut:
         clipped.append(ing.question_id or "question")
-    tokens["question"] = cal.tokens(question) + MESSAGE_OVERHEAD
-    rest = max(0, budget.num_ctx - budget.reserve - tokens["system"] - tokens["question"] - 32)
+    tokens["question"] = cal.scale(estimate(question) + MESSAGE_OVERHEAD)
+    headings = cal.scale(48)  # section headings and separators
+    rest = max(0, budget.num_ctx - budget.reserve - tokens["system"] - tokens["tools"] - tokens["question"] - headings)
 
     # settings: exact current values, small and precious
     settings_items = [(line, f"- {line}") for line in ing.settings]
@@ -142,7 +149,7 @@ def pack(ing: Ingredients, budget: Budget = Budget(), cal: Calibration | None = 
     if ing.brief.strip():
         brief, cut = clip(ing.brief.strip(), int(rest * budget.brief_share / cal.ratio),
                           "the whole brief is in Master_Project_Brief.md")
-        tokens["brief"] = cal.tokens(brief) + 4
+        tokens["brief"] = cal.scale(estimate(brief) + 4)
         if cut:
             clipped.append("brief")
     else:
@@ -161,22 +168,57 @@ def pack(ing: Ingredients, budget: Budget = Budget(), cal: Calibration | None = 
                                           "the whole message is in memory as {id}", clipped)
     tokens["memories"] = used_mem + used_msg
 
-    sections = [ing.system.strip()]
-    if brief:
-        sections.append("## Project brief (pinned)\n" + brief)
-    if settings_lines:
-        sections.append("## Current settings (from the settings ledger)\n" + "\n".join(settings_lines))
-    if mem_lines:
-        sections.append("## Kept facts and preferences\n" + "\n".join(mem_lines))
-    if msg_lines:
-        sections.append("## From earlier in this project (retrieved from memory)\n" + "\n".join(msg_lines))
-    messages = [{"role": "system", "content": "\n\n".join(sections)}]
-    messages += recent_msgs
-    messages.append({"role": "user", "content": question})
-    total = sum(tokens.values())
+    def assemble() -> list[dict]:
+        sections = [ing.system.strip()]
+        if brief:
+            sections.append("## Project brief (pinned)\n" + brief)
+        if settings_lines:
+            sections.append("## Current settings (from the settings ledger)\n" + "\n".join(settings_lines))
+        if mem_lines:
+            sections.append("## Kept facts and preferences\n" + "\n".join(mem_lines))
+        if msg_lines:
+            sections.append("## From earlier in this project (retrieved from memory)\n" + "\n".join(msg_lines))
+        return [{"role": "system", "content": "\n\n".join(sections)}, *recent_msgs, {"role": "user", "content": question}]
+
+    # The shares above keep a normal window well inside the limit. A tiny window, a huge system
+    # prompt or an extreme calibration can still overflow (markers and notes have a floor): then
+    # the least precious parts go, one at a time, until it fits; the question goes in last of all.
+    limit = budget.num_ctx - budget.reserve
+    while True:
+        messages = assemble()
+        total = cal.scale(estimate_messages(messages)) + tokens["tools"]
+        excess = total - limit
+        if excess <= 0:
+            break
+        while excess > 0:  # drop by estimate, then measure the whole again
+            if msg_lines:
+                excess -= cal.scale(estimate(msg_lines.pop()) + 1)
+                recalled.pop()
+            elif mem_lines:
+                excess -= cal.scale(estimate(mem_lines.pop()) + 1)
+                memories.pop()
+            elif recent_msgs:
+                excess -= cal.scale(estimate(recent_msgs.pop(0)["content"]) + MESSAGE_OVERHEAD)
+            elif settings_lines:
+                excess -= cal.scale(estimate(settings_lines.pop()) + 1)
+            elif brief:
+                excess -= cal.scale(estimate(brief) + 8)
+                brief = ""
+            elif tools_on:
+                excess -= tokens["tools"]
+                tools_on, tokens["tools"] = False, 0
+            else:
+                break
+        if excess > 0:  # only the system prompt and the question are left
+            shorter, _ = clip(question, max(0, int((cal.scale(estimate(question)) - excess) / cal.ratio)),
+                              "the whole message is in memory")
+            if len(shorter) >= len(question):
+                break  # the system prompt alone is too big: nothing more to drop
+            question = shorter
     return Window(messages=messages, tokens=tokens, total=total, memories=tuple(memories),
-                  recalled=tuple(recalled), folded=tuple(folded), clipped=tuple(clipped),
-                  num_predict=max(budget.reserve, budget.num_ctx - total - budget.num_ctx // 32))
+                  recalled=tuple(recalled), folded=tuple(folded),
+                  clipped=tuple(clipped), num_predict=max(budget.reserve, budget.num_ctx - total - budget.num_ctx // 32),
+                  tools=tools_on)
 
 
 def _recent(ing: Ingredients, cap: int, cal: Calibration, clipped: list[str]) -> tuple[list[dict], list[str], int]:
@@ -184,22 +226,24 @@ def _recent(ing: Ingredients, cap: int, cal: Calibration, clipped: list[str]) ->
     (a model summary when there is one, else an extractive note), then the newest are clipped."""
     msgs = list(ing.recent)
     texts = [m.text for m in msgs]
-    cost = [cal.tokens(t) + MESSAGE_OVERHEAD for t in texts]
+    cost = [cal.scale(estimate(t) + MESSAGE_OVERHEAD) for t in texts]
     folded: list[str] = []
-    for i, m in enumerate(msgs):
+    for i, m in enumerate(msgs):  # the oldest first, and only where the note is actually shorter
         if sum(cost) <= cap:
             break
         note = ing.notes.get(m.id)
-        texts[i] = (f"[summary of a long message; the whole text is in memory as {m.id}] {note}" if note
-                    else note_for(m))
-        cost[i] = cal.tokens(texts[i]) + MESSAGE_OVERHEAD
-        folded.append(m.id)
+        text = (f"[summary of a long message; the whole text is in memory as {m.id}] {note}" if note
+                else note_for(m))
+        note_cost = cal.scale(estimate(text) + MESSAGE_OVERHEAD)
+        if note_cost < cost[i]:
+            texts[i], cost[i] = text, note_cost
+            folded.append(m.id)
     if sum(cost) > cap and msgs:  # even the notes do not fit: share what is left evenly
-        each = max(24, cap // len(msgs) - MESSAGE_OVERHEAD)
+        each = max(24, cap // len(msgs) - cal.scale(MESSAGE_OVERHEAD))
         for i, m in enumerate(msgs):
-            if cost[i] > each + MESSAGE_OVERHEAD:
+            if cost[i] > each + cal.scale(MESSAGE_OVERHEAD):
                 texts[i], _ = clip(texts[i], int(each / cal.ratio), f"the whole message is in memory as {m.id}")
-                cost[i] = cal.tokens(texts[i]) + MESSAGE_OVERHEAD
+                cost[i] = cal.scale(estimate(texts[i]) + MESSAGE_OVERHEAD)
                 clipped.append(m.id)
     out = [{"role": m.role if m.role in ("user", "assistant") else "user", "content": t} for m, t in zip(msgs, texts)]
     return out, folded, sum(cost)

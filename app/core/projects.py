@@ -5,6 +5,7 @@ derived here can never leave the data folder and is safe on Windows, macOS and L
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 
@@ -22,13 +23,18 @@ def folder_name(name: str) -> str:
         raise RecordError("project name is longer than 200 characters")
     if any(ord(c) < 32 for c in name):
         raise RecordError("project name contains control characters")
-    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    decomposed = unicodedata.normalize("NFKD", name)
+    ascii_name = decomposed.encode("ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_name).strip("-. ").lower()
     slug = re.sub(r"\.{2,}", ".", slug)
-    if not slug:
-        # nothing usable left (e.g. only symbols or a non-Latin name): a stable code instead
-        slug = "p-" + "".join(f"{ord(c):x}" for c in name.strip())[:40]
-    slug = slug[:MAX_PROJECT_CHARS].rstrip("-. ")
+    # Two names must not share a folder unless they differ only in case, accents or punctuation:
+    # where letters had no Latin spelling ("Проект А", "日本") or the name was cut to fit, a short
+    # digest of the whole name keeps them apart.
+    lost = any(not c.isascii() and unicodedata.category(c)[0] in "LN" for c in decomposed)
+    if lost or len(slug) > MAX_PROJECT_CHARS or not slug:
+        digest = hashlib.sha1(" ".join(name.casefold().split()).encode("utf-8")).hexdigest()[:8]
+        slug = (slug[:MAX_PROJECT_CHARS - 9].rstrip("-. ") + "-" + digest) if slug else "p-" + digest
+    slug = slug.lstrip("-. ")
     if slug.split(".")[0] in _WINDOWS_RESERVED:
         slug = "_" + slug
     return slug

@@ -136,6 +136,17 @@ def stable_id(*parts: object, prefix: str = "m") -> str:
     return f"{prefix}_{h.hexdigest()}"
 
 
+_SHOWN_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+
+
+def clean_output(text: str) -> str:
+    """Text from a model (or quoted from memory) as it may be shown and stored: no control
+    characters (terminal escapes, NUL, C1 codes) and no lone surrogates; newlines and tabs stay."""
+    text = _SHOWN_CONTROLS.sub("", text)
+    return text.encode("utf-8", "replace").decode("utf-8") if _SURROGATES.search(text) else text
+
+
 def check_text(text: object, what: str = "text") -> str:
     """Validate message text: non-empty, valid Unicode, not binary junk, not absurdly large."""
     if not isinstance(text, str):

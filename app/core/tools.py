@@ -7,9 +7,11 @@ exception and never a write.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from app.core.records import RecordError, check_name, check_text
+from app.core.tokens import estimate
 
 MAX_TOOL_ROUNDS = 3
 MAX_SAVED_CHARS = 2000  # a memory is a fact, not a document
@@ -47,6 +49,9 @@ SCHEMAS = [
         },
     },
 ]
+# what the schemas take in the prompt: chat templates render them as JSON plus a few lines of framing
+SCHEMA_TOKENS = estimate(json.dumps(SCHEMAS)) + 48
+RESULT_TOKENS = 400  # the most one tool result may add to the window
 
 
 @dataclass(frozen=True)

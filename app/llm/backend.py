@@ -25,6 +25,7 @@ from app.llm.errors import TRANSPORT_ERRORS, ModelMissing, OllamaUnavailable, Se
 
 log = logging.getLogger("kelvin.ollama")
 
+CONNECT_TIMEOUT_S = 10.0
 _END, _WAKE = object(), object()  # queue markers: the producer is done / cancel() woke the consumer
 
 
@@ -115,7 +116,10 @@ class ChatStream:
         self._lock = threading.Lock()
         self._cancelled = self._ended = False
         self._sock: socket.socket | None = None
-        self._client = ollama.Client(host=host, timeout=timeout_s, verify=verify,
+        # a silent stream may wait long (a model loading), but a host that does not answer the
+        # connect is down: say so in seconds, not minutes
+        timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))
+        self._client = ollama.Client(host=host, timeout=timeout, verify=verify,
                                      event_hooks={"request": [self._on_request]})
         self._thread = threading.Thread(target=self._produce, name="kelvin-ollama-stream", daemon=True)
         self._thread.start()
@@ -306,7 +310,8 @@ class OllamaBackend:
              cancel: threading.Event | None = None) -> None:
         """Download a model, reporting progress; returns quietly if ``cancel`` is set meanwhile
         (Ollama resumes an interrupted pull next time)."""
-        client = ollama.Client(host=self.host, timeout=self.stream_timeout_s, verify=self._verify)
+        client = ollama.Client(host=self.host, verify=self._verify,
+                               timeout=httpx.Timeout(self.stream_timeout_s, connect=min(self.timeout_s, CONNECT_TIMEOUT_S)))
         try:
             parts = client.pull(model, stream=True)
             try:

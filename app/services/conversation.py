@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
-from datetime import date
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -21,9 +21,9 @@ from app.core import commands, tools
 from app.core.commands import Command, Mode
 from app.core.context import RECENT_TURNS, Budget, Ingredients, Window, pack, when
 from app.core.recall import recall_answer
-from app.core.records import Memory, Message, RecordError, check_text, new_id, now_ms
+from app.core.records import Memory, Message, RecordError, check_text, clean_output, new_id, now_ms
 from app.core.tokens import Calibration, clip, estimate_messages
-from app.llm.backend import ChatChunk, ModelInfo, OllamaBackend, ToolCall
+from app.llm.backend import ChatChunk, ChatStream, ModelInfo, OllamaBackend, ToolCall
 from app.llm.errors import ModelMissing, NotRunning, OllamaUnavailable, OutOfMemory, StreamCut
 from app.memory.index import Filters
 from app.services.memory import MemoryService
@@ -64,10 +64,24 @@ class TurnResult:
     settings: tuple[str, ...] = ()
     prompt_tokens: int | None = None  # Ollama's prompt_eval_count
     tool_log: list[str] = field(default_factory=list)
+    stored: tuple[Future, ...] = ()  # the question's and the reply's commits (done when on disk)
 
     @property
     def answered(self) -> bool:
         return self.status in ("complete", "recall", "command")
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """What a turn is about, fixed when it starts: a project switch or a mode change from another
+    thread meanwhile does not move a half-done turn."""
+
+    id: str
+    project: str
+    conversation_id: str
+    model: str
+    mode: Mode
+    stop: threading.Event
 
 
 class Conversation:
@@ -83,10 +97,12 @@ class Conversation:
         self.mode = mode
         self.settings_lookup = settings_lookup
         self.calibration: dict[str, Calibration] = {}
+        self.commit_problems: list[str] = []  # commits that failed in the background, for the caller to show
         self._model_info: dict[str, ModelInfo | None] = {}
         self._inference = threading.Lock()  # one model call at a time
-        self._cancel = threading.Event()
-        self._stream = None
+        self._turn_stop = threading.Event()  # the current turn's cancel token (a new one each turn)
+        self._summary_stop = threading.Event()
+        self._stream: tuple[str, ChatStream] | None = None  # ("turn" | "summary", the stream)
         self._summary_thread: threading.Thread | None = None
         self._notes: dict[str, str] = {}
         self.project = ""
@@ -97,66 +113,86 @@ class Conversation:
 
     # ---- projects, conversations, modes ------------------------------------------------------------
     def switch_project(self, name: str) -> None:
+        """Make ``name`` the current project (created if new). Takes its write lock now, so a project
+        held by another Kelvin is refused here, with a message, rather than failing a commit later."""
         info = self.projects.ensure(name)
+        self.memory.open(info.name)
         self.project = info.name
         self.conversation_id = self.projects.conversation(info.name)
         self._day = self.projects.today()
         self._recent = None
+        self._notes = {}
 
     def new_conversation(self) -> str:
         self.conversation_id = self.projects.new_conversation(self.project)
         self._day = self.projects.today()
         self._recent = []
+        self._notes = {}
         return self.conversation_id
 
     def rename_project(self, new: str) -> None:
-        info = self.projects.rename(self.project, new)
-        self.project = info.name
+        with self._inference:  # not while a turn or a summary writes to it
+            info = self.projects.rename(self.project, new)
+            self.memory.open(info.name)
+            self.project = info.name
 
     def set_mode(self, mode: Mode | str, reason: str = "") -> None:
+        """Any thread (the artist, the VRAM guard). A summary in the background stops at once; a
+        reply already streaming finishes in the mode it started in unless cancelled."""
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
         if mode != self.mode:
             log.info("mode %s → %s%s", self.mode.value, mode.value, f" ({reason})" if reason else "")
+            self._stop_summary(wait=False)
         self.mode = mode
 
     def cancel(self) -> None:
         """Stop the reply being streamed (any thread). The partial answer is kept, marked as stopped."""
-        self._cancel.set()
-        stream = self._stream
-        if stream is not None:
-            stream.cancel()
+        self._turn_stop.set()
+        current = self._stream
+        if current is not None and current[0] == "turn":
+            current[1].cancel()
 
     def close(self) -> None:
+        """Stop what runs, wait (bounded) for it to let go, hang up."""
         self.cancel()
-        if self._summary_thread is not None:
-            self._summary_thread.join(timeout=10)
+        self._stop_summary(wait=True)
+        if self._inference.acquire(timeout=10):
+            self._inference.release()
+        else:
+            log.warning("a model call did not stop within 10 s of closing")
         if self._own_backend:
             self.backend.close()
 
     # ---- the turn ----------------------------------------------------------------------------------
     def ask(self, text: str, on_token: Callable[[str], None] = lambda s: None, *, fallback: bool = True) -> TurnResult:
-        """One turn. ``fallback``: answer from memory when the model cannot (else status "failed")."""
+        """One turn. ``fallback``: answer from memory when the model cannot (else status "failed").
+
+        Whatever happens after the question is accepted — a cancel, Ollama vanishing, a bug — the
+        question and a reply with its status are committed and the rolling window moves on."""
         cmd = commands.parse(text)
         if cmd is not None:
             return self.run_command(cmd)
         text = check_text(commands.unescape(text), "question")
-        self._cancel.clear()
-        self._preempt_summary()
+        stop = threading.Event()
+        self._turn_stop = stop  # a cancel from now on stops this turn, and only this one
+        self._stop_summary(wait=True)  # a new question wins over a summary in progress
         with self._inference:
             if self.projects.today() != self._day:  # Kelvin left open overnight: a new day starts clean
                 self.switch_project(self.project)
+            turn = _Turn(id=new_id("t"), project=self.project, conversation_id=self.conversation_id,
+                         model=self.model, mode=self.mode, stop=stop)
             recent = self.recent()
-            turn_id = new_id("t")
-            question, _ = self.memory.commit(text, role="user", conversation_id=self.conversation_id,
-                                             turn_id=turn_id, project=self.project)
-            mode = self.mode
+            question, stored = self.memory.commit(text, role="user", conversation_id=turn.conversation_id,
+                                                  turn_id=turn.id, project=turn.project)
+            self._watch(stored, "question")
             # a model sees the last turns in its window; a recall answer must be able to quote them
-            recalled, memories, settings = self._point(text, question.id, recent if mode is not Mode.RECALL else [])
-            if mode is Mode.RECALL:
+            recalled, memories, settings = self._point(turn, text, question.id,
+                                                       recent if turn.mode is not Mode.RECALL else [])
+            if turn.mode is Mode.RECALL:
                 result = self._recall(question, recalled, memories, settings,
                                       "Recall mode: answering from memory, no model.")
             else:
-                result = self._answer(question, recent, recalled, memories, settings, mode, on_token)
+                result = self._answer(turn, question, recent, recalled, memories, settings, on_token)
                 if result.status == "failed" and fallback and result.error_kind in ("not_running", "model_missing",
                                                                                     "out_of_memory"):
                     reason = f"{result.error} Answering from memory meanwhile."
@@ -164,22 +200,43 @@ class Conversation:
                     result = self._recall(question, recalled, memories, settings, reason)
                     result.error, result.error_kind = failed.error, failed.error_kind
             result.question = question
-            self._commit_answer(result, turn_id)
-            self._remember_turn(question, result.answer)
-        if result.status == "complete" and mode is not Mode.RECALL:
-            self._summarise_later()
+            result.stored = (stored,)
+            self._commit_answer(turn, result)
+            self._remember_turn(turn, question, result.answer)
+        if result.status == "complete":
+            self._summarise_later(turn)
         return result
 
-    def _point(self, text: str, question_id: str, recent: list[Message]):
-        """Search the memory: whole past messages, kept memories, current settings."""
+    def _watch(self, stored: Future, what: str) -> None:
+        """A commit failing in the background (disk full, project locked) must not go unnoticed."""
+        def done(fut: Future) -> None:
+            exc = fut.exception()
+            if exc is not None:
+                problem = f"the {what} could not be stored: {exc}"
+                log.error("%s", problem)
+                self.commit_problems.append(problem)
+        stored.add_done_callback(done)
+
+    def _point(self, turn: _Turn, text: str, question_id: str, recent: list[Message]):
+        """Search the memory: whole past messages, kept memories, current settings. A search that
+        breaks leaves the turn without memory, not without an answer."""
         skip = {m.id for m in recent} | {question_id}
-        hits = self.memory.search(text, k=RETRIEVE_K + len(skip), project=self.project,
-                                  drop_status=NOT_FOR_RETRIEVAL)
         asked = " ".join(text.lower().split())
-        recalled = tuple(h.message for h in hits if h.message.id not in skip
-                         and " ".join(h.message.text.lower().split()) != asked)[:RETRIEVE_K]  # not the same question again
-        memories = tuple(m for m, _ in self.memory.search_memories(text, k=MEMORIES_K, project=self.project))
-        settings = tuple(self.settings_lookup(self.project, text))
+        recalled: tuple[Message, ...] = ()
+        memories: tuple[Memory, ...] = ()
+        settings: tuple[str, ...] = ()
+        try:
+            hits = self.memory.search(text, k=RETRIEVE_K + len(skip), project=turn.project,
+                                      drop_status=NOT_FOR_RETRIEVAL)
+            recalled = tuple(h.message for h in hits if h.message.id not in skip  # not the same question again
+                             and " ".join(h.message.text.lower().split()) != asked)[:RETRIEVE_K]
+            memories = tuple(m for m, _ in self.memory.search_memories(text, k=MEMORIES_K, project=turn.project))
+        except Exception:  # noqa: BLE001 — the turn goes on; the log has the cause
+            log.exception("memory search failed; answering without retrieved memories")
+        try:
+            settings = tuple(self.settings_lookup(turn.project, text))
+        except Exception:  # noqa: BLE001
+            log.exception("settings lookup failed; answering without current settings")
         return recalled, memories, settings
 
     def _recall(self, question: Message, recalled, memories, settings, reason: str) -> TurnResult:
@@ -187,76 +244,107 @@ class Conversation:
         return TurnResult(text=answer, status="recall", mode=Mode.RECALL, memories=memories,
                           recalled=recalled[:5], settings=settings)
 
-    def _system_prompt(self, tools_on: bool) -> str:
+    def _system_prompt(self, project: str, tools_on: bool) -> str:
         hint = ("- You can keep durable facts with save_to_model_memory and look things up with recall."
                 if tools_on else "")
         return resources.read_text("prompts/system.md").format(
-            project=self.project, today=date.today().isoformat(), tools_hint=hint,
+            project=project, today=self.projects.today(), tools_hint=hint,
             host_apps="Cinema 4D, Houdini, Maya, Blender or 3ds Max")
 
-    def _brief(self) -> str:
-        path: Path = self.memory.store(self.project).folder / BRIEF_FILE
+    def _brief(self, project: str) -> str:
+        path: Path = self.memory.store(project).folder / BRIEF_FILE
         try:
-            return path.read_text(encoding="utf-8", errors="replace")
+            return clean_output(path.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             return ""
 
-    def _answer(self, question, recent, recalled, memories, settings, mode: Mode, on_token) -> TurnResult:
-        cal = self.calibration.setdefault(self.model, Calibration())
-        info = self._info()
-        tools_on = bool(info and info.supports_tools)
-        window = pack(Ingredients(system=self._system_prompt(tools_on), question=question.text, question_id=question.id,
-                                  brief=self._brief(), settings=settings, memories=memories, recalled=recalled,
-                                  recent=tuple(recent), notes=dict(self._notes)), self.budget, cal)
-        result = TurnResult(text="", status="complete", mode=mode, window=window, memories=window.memories,
-                            recalled=window.recalled, settings=settings)
-        messages = list(window.messages)
+    def _answer(self, turn: _Turn, question, recent, recalled, memories, settings, on_token) -> TurnResult:
+        result = TurnResult(text="", status="complete", mode=turn.mode, memories=memories, recalled=recalled[:5],
+                            settings=settings)
         parts: list[str] = []
         try:
-            for _round in range(tools.MAX_TOOL_ROUNDS + 1):
-                final, calls = self._stream_once(messages, window.num_predict, mode, tools_on, parts, on_token)
-                if final is not None and final.prompt_eval_count and _round == 0:
-                    result.prompt_tokens = final.prompt_eval_count
-                    cal.observe(estimate_messages(window.messages), final.prompt_eval_count)
-                if self._cancel.is_set():
-                    result.status = "cancelled"
-                    break
-                if not calls or _round == tools.MAX_TOOL_ROUNDS:
-                    break
-                messages.append({"role": "assistant", "content": "".join(parts),
-                                 "tool_calls": [{"function": {"name": c.name, "arguments": c.arguments}} for c in calls]})
-                for call in calls:
-                    messages.append({"role": "tool", "tool_name": call.name,
-                                     "content": self._run_tool(call.name, call.arguments, question, result)})
+            self._converse(turn, question, recent, recalled, memories, settings, on_token, result, parts)
         except StreamCut as exc:
             result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), "cut"
         except ModelMissing as exc:
             result.status, result.error, result.error_kind = "failed", str(exc), "model_missing"
-        except NotRunning as exc:
-            result.status, result.error, result.error_kind = "failed", str(exc), "not_running"
+        except NotRunning as exc:  # gone mid-reply: what came is kept, as cut
+            result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), "not_running"
         except OllamaUnavailable as exc:
             kind = "out_of_memory" if isinstance(exc, OutOfMemory) else "server"
             result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), kind
+        except Exception as exc:  # noqa: BLE001 — a bug (or a broken on_token) must not lose the turn
+            log.exception("the reply failed unexpectedly")
+            result.status = "cut" if parts else "failed"
+            result.error, result.error_kind = f"Kelvin hit an unexpected error ({exc.__class__.__name__}: {exc})", "internal"
         result.text = "".join(parts)
-        if result.status == "cancelled" and not parts:
-            result.text = ""
+        if turn.stop.is_set() and result.status in ("complete", "cut"):
+            result.status = "cancelled"
+        if result.status == "complete" and not result.text.strip():
+            result.status, result.error, result.error_kind = "failed", "the model gave an empty reply", "empty"
         return result
 
-    def _stream_once(self, messages, num_predict, mode, tools_on, parts,
-                     on_token) -> tuple[ChatChunk | None, list[ToolCall]]:
+    def _converse(self, turn: _Turn, question, recent, recalled, memories, settings, on_token,
+                  result: TurnResult, parts: list[str]) -> None:
+        """Pack the window, stream the reply, run the model's tool calls (a few rounds at most)."""
+        cal = self.calibration.setdefault(turn.model, Calibration())
+        info = self._info(turn.model)
+        tools_on = bool(info and info.supports_tools)
+        brief = self._brief(turn.project)
+        while True:
+            window = pack(Ingredients(system=self._system_prompt(turn.project, tools_on), question=question.text,
+                                      question_id=question.id, brief=brief, settings=settings, memories=memories,
+                                      recalled=recalled, recent=tuple(recent), notes=dict(self._notes),
+                                      tools=tools.SCHEMA_TOKENS if tools_on else 0), self.budget, cal)
+            if window.tools == tools_on:
+                break
+            tools_on = False  # the window is too small for the schemas: no tools, and no word of them
+        result.window, result.memories, result.recalled = window, window.memories, window.recalled
+        messages = list(window.messages)
+        num_predict = window.num_predict
+        offer = tools_on
+        schemas = tools.SCHEMA_TOKENS if tools_on else 0
+        for round_ in range(tools.MAX_TOOL_ROUNDS + 1):
+            final, calls = self._stream_once(messages, num_predict, turn, offer, parts, on_token, kind="turn",
+                                             stop=turn.stop)
+            if final is not None and final.prompt_eval_count and round_ == 0:
+                result.prompt_tokens = final.prompt_eval_count
+                cal.observe(estimate_messages(window.messages) + schemas, final.prompt_eval_count)
+            if turn.stop.is_set() or not calls or round_ == tools.MAX_TOOL_ROUNDS:
+                return
+            messages.append({"role": "assistant", "content": "".join(parts),
+                             "tool_calls": [{"function": {"name": c.name, "arguments": c.arguments}} for c in calls]})
+            # tool results share what the answer's reserve can spare; the answer keeps the rest
+            used = cal.scale(estimate_messages(messages) + (schemas if offer else 0))
+            spare = self.budget.num_ctx - used - self.budget.reserve // 2
+            each = spare // len(calls)
+            for call in calls:
+                if each < 48:
+                    reply = "no room left in the window for more lookups: answer with what you have"
+                else:
+                    reply, _ = clip(self._run_tool(turn, call.name, call.arguments, question, result),
+                                    min(tools.RESULT_TOKENS, int(each / cal.ratio)) - 8)
+                messages.append({"role": "tool", "tool_name": call.name, "content": reply})
+            offer = offer and each >= 48 and round_ + 1 < tools.MAX_TOOL_ROUNDS
+            used = cal.scale(estimate_messages(messages) + (schemas if offer else 0))
+            num_predict = max(64, self.budget.num_ctx - used - self.budget.num_ctx // 32)
+
+    def _stream_once(self, messages, num_predict, turn: _Turn, tools_on: bool, parts: list[str], on_token, *,
+                     kind: str, stop: threading.Event) -> tuple[ChatChunk | None, list[ToolCall]]:
         """One streamed call; text goes to ``parts`` and ``on_token``. Returns the final chunk and
-        the tool calls (Ollama streams them in a chunk of their own)."""
-        stream = self.backend.chat(self.model, messages, tools=tools.SCHEMAS if tools_on else None,
-                                   num_ctx=self.budget.num_ctx, cpu=mode is Mode.CPU, num_predict=num_predict)
-        self._stream = stream
+        the tool calls (Ollama may stream them in a chunk of their own)."""
+        stream = self.backend.chat(turn.model, messages, tools=tools.SCHEMAS if tools_on else None,
+                                   num_ctx=self.budget.num_ctx, cpu=turn.mode is Mode.CPU, num_predict=num_predict)
+        self._stream = (kind, stream)  # published before the check below: a cancel sees one or the other
         final, calls = None, []
         try:
-            if self._cancel.is_set():
+            if stop.is_set():
                 stream.cancel()
             for chunk in stream:
                 if chunk.text:
-                    parts.append(chunk.text)
-                    on_token(chunk.text)
+                    text = clean_output(chunk.text)
+                    parts.append(text)
+                    on_token(text)
                 calls += [c for c in chunk.tool_calls if c not in calls]
                 if chunk.done:
                     final = chunk
@@ -265,28 +353,29 @@ class Conversation:
             stream.close()
         return final, calls
 
-    def _info(self) -> ModelInfo | None:
+    def _info(self, model: str) -> ModelInfo | None:
         """The chat model's capabilities (asked once; unknown if Ollama cannot say)."""
-        if self.model not in self._model_info:
+        if model not in self._model_info:
             try:
-                self._model_info[self.model] = self.backend.show(self.model)
+                self._model_info[model] = self.backend.show(model)
             except OllamaUnavailable as exc:
-                log.info("cannot ask Ollama about %s: %s", self.model, exc)
+                log.info("cannot ask Ollama about %s: %s", model, exc)
                 return None
-        return self._model_info[self.model]
+        return self._model_info[model]
 
-    def _run_tool(self, name: str, arguments, question: Message, result: TurnResult) -> str:
+    def _run_tool(self, turn: _Turn, name: str, arguments, question: Message, result: TurnResult) -> str:
         try:
             call = tools.check_call(name, arguments)
         except RecordError as exc:
             result.tool_log.append(f"refused a {name} call: {exc}")
             return f"error: {exc}"
         if isinstance(call, tools.Save):
-            mem, _ = self.memory.remember(call.text, call.category, project=self.project, source_id=question.id)
+            mem, stored = self.memory.remember(call.text, call.category, project=turn.project, source_id=question.id)
+            self._watch(stored, "kept memory")
             result.tool_log.append(f"kept ({call.category}): {call.text}")
             return f"saved as {mem.id}"
-        hits = self.memory.search(call.query, k=4, project=self.project, drop_status=NOT_FOR_RETRIEVAL)
-        kept = self.memory.search_memories(call.query, k=3, project=self.project)
+        hits = self.memory.search(call.query, k=4, project=turn.project, drop_status=NOT_FOR_RETRIEVAL)
+        kept = self.memory.search_memories(call.query, k=3, project=turn.project)
         result.tool_log.append(f"looked up: {call.query}")
         lines = [f"- (kept {when(m.ts_ms)}) {m.text}" for m, _ in kept]
         lines += [f"- [{when(h.message.ts_ms)} · {h.message.tags.domain}] {clip(h.message.text, 200)[0]}"
@@ -294,7 +383,7 @@ class Conversation:
         return "\n".join(lines) if lines else "nothing found in memory"
 
     # ---- commit and the rolling window -------------------------------------------------------------
-    def _commit_answer(self, result: TurnResult, turn_id: str) -> None:
+    def _commit_answer(self, turn: _Turn, result: TurnResult) -> None:
         """Every reply is stored with its status — a stopped, cut or failed one too."""
         if result.status == "command":
             return
@@ -306,12 +395,17 @@ class Conversation:
             text = f"{text}\n\n[reply cut off: {result.error}]"
         elif result.status == "failed":
             text = f"[no reply: {result.error}]"
-        elif not text:
-            text, status = "[the model gave an empty reply]", "failed"
-        speaker = "Kelvin (from memory)" if result.status == "recall" else f"Kelvin ({self.model})"
-        result.answer, _ = self.memory.commit(text, role="assistant", speaker=speaker,
-                                              conversation_id=self.conversation_id, turn_id=turn_id,
-                                              project=self.project, status=status, ts_ms=now_ms())
+        speaker = "Kelvin (from memory)" if result.status == "recall" else f"Kelvin ({turn.model})"
+        try:
+            text = check_text(text, "reply")
+        except RecordError as exc:  # a reply too long or too odd to keep as it is: keep why
+            log.warning("reply not stored as given: %s", exc)
+            text, status = f"[the reply could not be stored: {exc}]", "failed"
+        result.answer, stored = self.memory.commit(text, role="assistant", speaker=speaker,
+                                                   conversation_id=turn.conversation_id, turn_id=turn.id,
+                                                   project=turn.project, status=status, ts_ms=now_ms())
+        self._watch(stored, "reply")
+        result.stored += (stored,)
 
     def recent(self) -> list[Message]:
         """The last turns of the current conversation, oldest first (loaded from memory once)."""
@@ -319,64 +413,66 @@ class Conversation:
             self.memory.flush()
             msgs = self.memory.list(self.project, limit=4 * RECENT_TURNS,
                                     filters=Filters(conversation_id=self.conversation_id))
-            turns: list[str] = []
-            for m in msgs:
-                if m.turn_id not in turns:
-                    turns.append(m.turn_id)
-            keep = set(turns[-RECENT_TURNS:])
-            self._recent = [m for m in msgs if m.turn_id in keep]
+            self._recent = _last_turns(msgs)
         return list(self._recent)
 
-    def _remember_turn(self, question: Message, answer: Message | None) -> None:
-        msgs = (self._recent or []) + [question] + ([answer] if answer else [])
-        turns: list[str] = []
-        for m in msgs:
-            if m.turn_id not in turns:
-                turns.append(m.turn_id)
-        keep = set(turns[-RECENT_TURNS:])
-        self._recent = [m for m in msgs if m.turn_id in keep]
+    def _remember_turn(self, turn: _Turn, question: Message, answer: Message | None) -> None:
+        if (turn.project, turn.conversation_id) != (self.project, self.conversation_id):
+            return  # the artist moved on to another project or conversation meanwhile
+        self._recent = _last_turns((self._recent or []) + [question] + ([answer] if answer else []))
         self._notes = {k: v for k, v in self._notes.items() if any(m.id == k for m in self._recent)}
 
     # ---- overflow summaries ------------------------------------------------------------------------
-    def _summarise_later(self) -> None:
+    def _summarise_later(self, turn: _Turn) -> None:
         """After a reply, summarise (with the model, in the background) the long messages of the
         window that the next turn would have to fold, so the note is a good one."""
-        share = int((self.budget.num_ctx - self.budget.answer) * self.budget.recent_share * 0.5)
-        cal = self.calibration.setdefault(self.model, Calibration())
-        todo = [m for m in (self._recent or []) if m.id not in self._notes and cal.tokens(m.text) > share]
-        if not todo or self.mode is Mode.RECALL:
+        if turn.mode is Mode.RECALL or self.mode is Mode.RECALL:
             return
-        self._summary_thread = threading.Thread(target=self._summarise, args=(todo, self.mode),
+        share = int((self.budget.num_ctx - self.budget.answer) * self.budget.recent_share * 0.5)
+        cal = self.calibration.setdefault(turn.model, Calibration())
+        todo = [m for m in (self._recent or []) if m.id not in self._notes and cal.tokens(m.text) > share]
+        if not todo:
+            return
+        stop = threading.Event()
+        self._summary_stop = stop
+        self._summary_thread = threading.Thread(target=self._summarise, args=(todo, turn, stop),
                                                 name="kelvin-summary", daemon=True)
         self._summary_thread.start()
 
-    def _summarise(self, todo: list[Message], mode: Mode) -> None:
+    def _summarise(self, todo: list[Message], turn: _Turn, stop: threading.Event) -> None:
+        cal = self.calibration.setdefault(turn.model, Calibration())
         for m in todo:
-            if self._cancel.is_set():
-                return
             with self._inference:
-                if self._cancel.is_set():
+                mode = self.mode  # the mode now, not the turn's: the guard may have moved Kelvin off the GPU
+                if stop.is_set() or mode is Mode.RECALL:
                     return
-                body, _ = clip(m.text, self.budget.num_ctx // 2)
+                body, _ = clip(m.text, int(self.budget.num_ctx // 2 / cal.ratio))
                 parts: list[str] = []
                 try:
                     self._stream_once([{"role": "system", "content": SUMMARY_PROMPT},
-                                       {"role": "user", "content": body}], 200, mode, False, parts, lambda s: None)
+                                       {"role": "user", "content": body}], 200,
+                                      replace(turn, mode=mode), False, parts, lambda s: None, kind="summary", stop=stop)
                 except OllamaUnavailable as exc:
                     log.info("no summary for %s: %s", m.id, exc)
                     return
+                except Exception:  # noqa: BLE001 — a summary is a nicety; the extractive note stands in
+                    log.exception("summary of %s failed", m.id)
+                    return
                 summary = "".join(parts).strip()
-                if summary and not self._cancel.is_set():
+                if summary and not stop.is_set():
                     self._notes[m.id] = summary
 
-    def _preempt_summary(self) -> None:
-        """A new question wins over a summary in progress: stop it (the extractive note is used)."""
+    def _stop_summary(self, wait: bool) -> None:
+        """Stop the background summary (the extractive note is used instead)."""
         thread = self._summary_thread
-        if thread is not None and thread.is_alive():
-            self.cancel()
+        if thread is None or not thread.is_alive():
+            return
+        self._summary_stop.set()
+        current = self._stream
+        if current is not None and current[0] == "summary":
+            current[1].cancel()
+        if wait:
             thread.join(timeout=5)
-            self._cancel.clear()
-        self._summary_thread = None
 
     # ---- commands ----------------------------------------------------------------------------------
     def run_command(self, cmd: Command) -> TurnResult:
@@ -430,3 +526,13 @@ class Conversation:
         if not match:
             return f"No kept memory matches {arg!r}. /memories lists them."
         return "Several kept memories match; forget one by its id:\n" + "\n".join(f"{m.id}  {m.text}" for m in match)
+
+
+def _last_turns(msgs: list[Message]) -> list[Message]:
+    """The messages of the last RECENT_TURNS turns, in order."""
+    turns: list[str] = []
+    for m in msgs:
+        if m.turn_id not in turns:
+            turns.append(m.turn_id)
+    keep = set(turns[-RECENT_TURNS:])
+    return [m for m in msgs if m.turn_id in keep]

@@ -68,10 +68,13 @@ class Projects:
         os.replace(tmp, folder / META)
 
     def _info(self, folder: Path, data: dict) -> ProjectInfo:
-        conv = data.get("conversation") or {}
-        return ProjectInfo(name=str(data.get("name") or folder.name), folder=folder,
-                           conversation_id=str(conv.get("id") or ""), conversation_day=str(conv.get("day") or ""),
-                           created_ms=int(data.get("created_ms") or 0))
+        """Read defensively: project.json is a file a person may have edited by hand."""
+        conv = data.get("conversation") if isinstance(data.get("conversation"), dict) else {}
+        name = data.get("name")
+        created = data.get("created_ms")
+        return ProjectInfo(name=name.strip() if isinstance(name, str) and name.strip() else folder.name,
+                           folder=folder, conversation_id=_conversation_id(conv.get("id")), conversation_day=_text(conv.get("day")),
+                           created_ms=created if isinstance(created, int) and not isinstance(created, bool) else 0)
 
     # ---- projects ----------------------------------------------------------------------------------
     def list(self) -> list[ProjectInfo]:
@@ -85,7 +88,8 @@ class Projects:
         """The name a project was created with ("Nike / Shot 010"), given any spelling that maps to
         its folder."""
         folder = self.memory.store(check_name(name, "project")).folder
-        return str(self._read(folder).get("name") or name)
+        data = self._read(folder)
+        return self._info(folder, data).name if data else name
 
     def ensure(self, name: str) -> ProjectInfo:
         """The project, created (journal and index) if it does not exist yet."""
@@ -117,6 +121,7 @@ class Projects:
         dst_folder = self.data_dir / names.folder_name(new)
         if dst_folder.exists() and dst_folder.resolve() != src.folder.resolve():
             raise RecordError(f"a project named {new!r} already exists")
+        self.memory.open(old)  # refused if another Kelvin is writing to it: never move a folder in use
         with self._lock:
             data = self._read(src.folder)
             self.memory.release(old)
@@ -128,7 +133,8 @@ class Projects:
                                       "(is it open in another program?)") from None
             data["name"] = new
             data.setdefault("created_ms", now_ms())
-            data.setdefault("former_names", []).append(old)
+            former = data.get("former_names")
+            data["former_names"] = [*(former if isinstance(former, list) else []), old]
             self._write(dst_folder, data)
         self.memory.reindex(new)  # names in the index and the Markdown headers follow
         return self._info(dst_folder, data)
@@ -153,3 +159,15 @@ class Projects:
             data["conversation"] = {"id": cid, "day": self._today().isoformat(), "started_ms": now_ms()}
             self._write(store.folder, data)
         return cid
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) and len(value) < 200 else ""
+
+
+def _conversation_id(value) -> str:
+    """A usable conversation id, or "" (then a new conversation starts)."""
+    try:
+        return check_name(value, "conversation_id") if isinstance(value, str) and len(value) < 200 else ""
+    except RecordError:
+        return ""

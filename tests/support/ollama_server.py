@@ -457,6 +457,8 @@ class _Handler(BaseHTTPRequestHandler):
         users = [m.get("content") or "" for m in messages if m.get("role") == "user"]
         prompt_text = "".join(m.get("content") or "" for m in messages) if chat else body["prompt"]
         prompt_text += body.get("system") or ""
+        if chat and body.get("tools"):  # Ollama renders the tool schemas into the prompt too
+            prompt_text += json.dumps(body["tools"])
         default = f"Echo: {users[-1] if users else ''}" if chat else f"Echo: {body['prompt']}"
         with owner._lock:
             reply = owner._replies.popleft() if owner._replies else {"text": default, "tool_calls": []}
