@@ -179,8 +179,7 @@ class Conversation:
         with self._inference:
             if self.projects.today() != self._day:  # Kelvin left open overnight: a new day starts clean
                 self.switch_project(self.project)
-            turn = _Turn(id=new_id("t"), project=self.project, conversation_id=self.conversation_id,
-                         model=self.model, mode=self.mode, stop=stop)
+            turn = self._new_turn(stop)
             recent = self.recent()
             question, stored = self.memory.commit(text, role="user", conversation_id=turn.conversation_id,
                                                   turn_id=turn.id, project=turn.project)
@@ -206,6 +205,10 @@ class Conversation:
         if result.status == "complete":
             self._summarise_later(turn)
         return result
+
+    def _new_turn(self, stop: threading.Event | None = None) -> _Turn:
+        return _Turn(id=new_id("t"), project=self.project, conversation_id=self.conversation_id, model=self.model,
+                     mode=self.mode, stop=stop or threading.Event())
 
     def _watch(self, stored: Future, what: str) -> None:
         """A commit failing in the background (disk full, project locked) must not go unnoticed."""
@@ -288,18 +291,9 @@ class Conversation:
                   result: TurnResult, parts: list[str]) -> None:
         """Pack the window, stream the reply, run the model's tool calls (a few rounds at most)."""
         cal = self.calibration.setdefault(turn.model, Calibration())
-        info = self._info(turn.model)
-        tools_on = bool(info and info.supports_tools)
-        brief = self._brief(turn.project)
-        while True:
-            window = pack(Ingredients(system=self._system_prompt(turn.project, tools_on), question=question.text,
-                                      question_id=question.id, brief=brief, settings=settings, memories=memories,
-                                      recalled=recalled, recent=tuple(recent), notes=dict(self._notes),
-                                      tools=tools.SCHEMA_TOKENS if tools_on else 0), self.budget, cal)
-            if window.tools == tools_on:
-                break
-            tools_on = False  # the window is too small for the schemas: no tools, and no word of them
+        window = self._window(turn, question.text, question.id, recent, recalled, memories, settings)
         result.window, result.memories, result.recalled = window, window.memories, window.recalled
+        tools_on = window.tools
         messages = list(window.messages)
         num_predict = window.num_predict
         offer = tools_on
@@ -328,6 +322,21 @@ class Conversation:
             offer = offer and each >= 48 and round_ + 1 < tools.MAX_TOOL_ROUNDS
             used = cal.scale(estimate_messages(messages) + (schemas if offer else 0))
             num_predict = max(64, self.budget.num_ctx - used - self.budget.num_ctx // 32)
+
+    def _window(self, turn: _Turn, text: str, question_id: str, recent, recalled, memories, settings) -> Window:
+        """The window for this turn (no model call): tools offered if the model has them and they fit."""
+        cal = self.calibration.setdefault(turn.model, Calibration())
+        info = self._info(turn.model)
+        tools_on = bool(info and info.supports_tools)
+        brief = self._brief(turn.project)
+        while True:
+            window = pack(Ingredients(system=self._system_prompt(turn.project, tools_on), question=text,
+                                      question_id=question_id, brief=brief, settings=settings, memories=memories,
+                                      recalled=recalled, recent=tuple(recent), notes=dict(self._notes),
+                                      tools=tools.SCHEMA_TOKENS if tools_on else 0), self.budget, cal)
+            if window.tools == tools_on:
+                return window
+            tools_on = False  # the window is too small for the schemas: no tools, and no word of them
 
     def _stream_once(self, messages, num_predict, turn: _Turn, tools_on: bool, parts: list[str], on_token, *,
                      kind: str, stop: threading.Event) -> tuple[ChatChunk | None, list[ToolCall]]:
