@@ -49,6 +49,25 @@ def _parser() -> argparse.ArgumentParser:
     pn.add_argument("new")
     psub.add_parser("new-conversation", help="start a new conversation in --project (memory stays reachable)")
 
+    st = sub.add_parser("settings", help="the settings ledger: current render settings and their history")
+    ssub = st.add_subparsers(dest="settings_command", required=True)
+    sl = ssub.add_parser("list", help="the current value of every setting in the project")
+    sl.add_argument("--engine", help="only this engine (octane, redshift, … or 'any' for camera/lights/output)")
+    sl.add_argument("--candidates", action="store_true", help="also settings the taxonomy does not know")
+    sl.add_argument("--json", action="store_true")
+    sh_ = ssub.add_parser("history", help="every value a setting has had, with its status and source")
+    sh_.add_argument("parameter", help="the setting's name or a synonym, e.g. 'gi clamp'")
+    sh_.add_argument("--engine")
+    sh_.add_argument("--json", action="store_true")
+    ss = ssub.add_parser("set", help="correct a setting by hand (journaled; wins over what was said before)")
+    ss.add_argument("parameter")
+    ss.add_argument("value")
+    ss.add_argument("--engine")
+    ss.add_argument("--note", default="", help="why (kept with the change)")
+    su = ssub.add_parser("unset", help="the setting has no current value any more (its history stays)")
+    su.add_argument("parameter")
+    su.add_argument("--engine")
+
     mem = sub.add_parser("memory", help="search, import and curate what Kelvin remembers")
     msub = mem.add_subparsers(dest="memory_command", required=True)
 
@@ -203,10 +222,18 @@ def _memory(args, service) -> int:
         m = service.show(args.id, project)
         if m is None:
             raise _Expected(f"no message {args.id!r} in project {service.store(project).name!r}")
+        from app.services.settings_ledger import SettingsLedger
+
+        stated = SettingsLedger(service).book(project).mentions_of(m.id)  # the settings it states
         if args.json:
-            _print_json(m.to_json())
+            _print_json({**m.to_json(), "settings": [e.to_json() for e in stated]})
         else:
             _print_message(m)
+            if stated:
+                from app.core.parameters import format_value
+
+                print("  settings: " + "; ".join(f"{e.name or e.parameter} {format_value(e.value, e.unit)} ({e.status})"
+                                                  for e in stated))
             print()
             print(m.text)
         return EXIT_OK
@@ -326,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
             return _chat(args, settings, service)
         if args.command == "project":
             return terminal.project(args, service)
+        if args.command == "settings":
+            return terminal.settings(args, service)
         return _memory(args, service)
     except _Usage as exc:
         parser.error(str(exc))

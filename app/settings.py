@@ -43,6 +43,9 @@ class Settings:
     mode: str = _opt("gpu", "How Kelvin answers at start: 'gpu' (the model on the GPU), 'cpu' (the same model on "
                      "the CPU, leaving the VRAM to renders) or 'recall' (no model: answers quoted from memory).",
                      "KELVIN_MODE")
+    extract_model: str = _opt("", "Optional small Ollama model that reads each turn in the background for render "
+                              "settings the rules missed (e.g. 'llama3.2:3b'); empty: rules only.",
+                              "KELVIN_EXTRACT_MODEL")
     num_ctx: int = _opt(8192, "Context window in tokens sent to the model each turn.", "KELVIN_NUM_CTX")
     index_uri: str = _opt("", "Where the LanceDB index lives. Empty: <data>/<project>/memory.lance. A template "
                           "with {project}, e.g. 's3://studio-bucket/kelvin/{project}.lance', shares it.",

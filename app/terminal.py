@@ -253,3 +253,51 @@ def project(args, memory) -> int:
         name = memory.default_project
         print(f"project {name!r}: new conversation {projects.new_conversation(name)}")
     return EXIT_OK
+
+
+def settings(args, memory) -> int:
+    """``kelvin settings list|history|set|unset``."""
+    from app.core.context import when
+    from app.core.parameters import format_value
+    from app.services.settings_ledger import SettingsLedger, describe, engine_label
+
+    ledger = SettingsLedger(memory)
+    project = args.project
+    cmd = args.settings_command
+    if cmd == "list":
+        currents = ledger.current(project, args.engine, candidates=args.candidates)
+        if args.json:
+            print(json.dumps([c.to_json() for c in currents], ensure_ascii=False, indent=1))
+        elif not currents:
+            print("No settings in the ledger yet. They are picked up from the conversation "
+                  "(\"set GI clamp to 10\") or set by hand: kelvin settings set \"gi clamp\" 10 --engine octane")
+        else:
+            for c in currents:
+                print(describe(c, with_source=True) + ("  [candidate]" if c.entry.candidate else ""))
+        return EXIT_OK
+    if cmd == "history":
+        found = ledger.history(args.parameter, args.engine, project)
+        if args.json:
+            print(json.dumps([{"engine": k[0] or None, "parameter": k[1],
+                               "current": (cur.to_json() if (cur := ledger.current_of(k, project)) else None),
+                               "history": [e.to_json() for e in entries]} for k, entries in found],
+                             ensure_ascii=False, indent=1))
+            return EXIT_OK
+        for (engine, param), entries in found:
+            cur = ledger.current_of((engine, param), project)
+            title = " ".join(x for x in (engine_label(engine), entries[0].name if entries else param) if x)
+            print(f"{title}: now {format_value(cur.entry.value, cur.entry.unit) if cur else 'not set'}")
+            for e in entries:
+                mark = "→" if cur is not None and e.id == cur.entry.id else " "
+                value = "(the current value)" if e.value is None and e.status == "rejected" else format_value(e.value, e.unit)
+                src = "by hand" if e.by == "artist" else (e.source_id or "")
+                print(f"  {mark} {when(e.ts_ms)}  {e.status:<9} {value:<14} {src}")
+        return EXIT_OK
+    if cmd == "set":
+        entry = ledger.set(args.parameter, args.value, args.engine, project, note=args.note)
+        print(f"{' '.join(x for x in (engine_label(entry.engine), entry.name) if x)} = "
+              f"{format_value(entry.value, entry.unit)} (set by hand; the history keeps what came before)")
+        return EXIT_OK
+    ledger.unset(args.parameter, args.engine, project)
+    print(f"{args.parameter}: no current value now (its history stays)")
+    return EXIT_OK

@@ -265,8 +265,8 @@ def bench_overhead(folder: Path, questions: list[str], args, server) -> dict:
             server.queue_reply(reply_text(rng, rng.randint(40, 160)))
             conv.ask(q)
         settle(svc)
-        if conv._summary_thread is not None:
-            conv._summary_thread.join()
+        if conv._after_turn_thread is not None:
+            conv._after_turn_thread.join()
         recent = conv.recent()
         turn = conv._new_turn()
 

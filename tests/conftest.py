@@ -9,7 +9,7 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # without it pytest-qt aborts on a machine with no screen
 
 _ENV_VARS = ("KELVIN_DATA_DIR", "KELVIN_PROJECT", "KELVIN_OLLAMA_HOST", "OLLAMA_HOST", "KELVIN_EMBEDDER",
-             "KELVIN_CHAT_MODEL", "KELVIN_NUM_CTX", "KELVIN_INDEX_URI", "KELVIN_CONFIG_DIR", "KELVIN_OLLAMA_TIMEOUT",
+             "KELVIN_CHAT_MODEL", "KELVIN_EXTRACT_MODEL", "KELVIN_NUM_CTX", "KELVIN_INDEX_URI", "KELVIN_CONFIG_DIR", "KELVIN_OLLAMA_TIMEOUT",
              "KELVIN_MODE")
 
 

@@ -116,3 +116,27 @@ def test_once_into_a_pipe_that_closes_keeps_the_whole_turn(monkeypatch):
     assert b"Traceback" not in err and b"BrokenPipe" not in err
     texts = [m["text"] for m in json.loads(kelvin("memory", "list", "--json").stdout)]
     assert texts == ["walk me through it", words]
+
+
+def test_settings_commands(tmp_path):
+    rows = [{"text": t, "role": r, "conversation_id": "day1", "timestamp": f"2026-11-20T10:0{i}:00Z", "project": "forest"}
+            for i, (r, t) in enumerate([
+                ("user", "Forest shot in Octane today. GI clamp is at 25 from yesterday."),
+                ("assistant", "You could lower the GI clamp to 8."),
+                ("user", "ok, using 8"), ("user", "set the gi clamp to 12"), ("user", "actually make it 15"),
+                ("user", "that made it worse, back to 12")])]
+    day = tmp_path / "day.jsonl"
+    day.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    kelvin("memory", "import", str(day))
+    listed = json.loads(kelvin("--project", "forest", "settings", "list", "--json").stdout)
+    assert [{k: s[k] for k in ("engine", "parameter", "value", "unit", "status", "domain")} for s in listed] == [
+        {"engine": "octane", "parameter": "gi_clamp", "value": 12, "unit": "", "status": "applied",
+         "domain": "optimization"}]
+    assert listed[0]["set_at"] and listed[0]["source_id"].startswith("m_") and listed[0]["previous"]["value"] == 8
+    history = kelvin("--project", "forest", "settings", "history", "gi clamp").stdout
+    assert history.startswith("Octane GI clamp: now 12") and history.count("\n") == 8
+    out = kelvin("--project", "forest", "settings", "set", "gi clamp", "10", "--engine", "octane")
+    assert "Octane GI clamp = 10" in out.stdout
+    bad = kelvin("--project", "forest", "settings", "set", "gi clamp", "lots", "--engine", "octane", check=False)
+    assert bad.returncode == 1 and "GI clamp takes a number" in bad.stderr
+    assert "Octane GI clamp = 10 (set " in kelvin("--project", "forest", "settings", "list").stdout

@@ -50,7 +50,7 @@ def test_import_then_search_json_contract(tmp_path):
     assert (top["id"], top["project"], top["conversation_id"], top["role"], top["speaker"]) == \
         ("a1", "default", "day1", "user", "Mara")
     assert top["text"] == SESSION[0]["text"] and top["timestamp"] == "2026-11-20T09:00:00.000Z"
-    assert top["tags"] == {"domain": "optimization", "type": "setting", "engine": "octane"}
+    assert top["tags"] == {"domain": "optimization", "type": "setting", "engine": "octane", "host_app": None, "priority": 1}
     assert json.loads(kelvin("memory", "search", "maxsubdivs 4", "--json", "--k", "1").stdout)[0]["id"] == "a3"
     # the Perfume line went to its own project
     assert json.loads(kelvin("memory", "search", "rim light", "--json").stdout) == []

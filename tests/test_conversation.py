@@ -427,7 +427,7 @@ def test_a_long_paste_is_summarised_in_the_background_and_the_note_is_used(serve
     server.queue_reply("The GI bounces dominate.")
     server.queue_reply("Redshift log, 1500 blocks, 12 s and 3 GB each, 4 GI bounces.")  # the summary
     conv.ask(paste)
-    conv._summary_thread.join(10)
+    conv._after_turn_thread.join(10)
     summary_call = server.requests_to("/api/chat")[-1]
     assert summary_call["messages"][0]["content"].startswith("Summarise the message")
     assert summary_call["options"]["num_predict"] == 200
@@ -445,7 +445,7 @@ def test_switching_to_recall_stops_a_summary_at_once(converse):
         srv.queue_reply("Tiles are fine.")
         srv.queue_reply(" ".join(f"w{i}" for i in range(100)))  # a slow summary: 20 s
         conv.ask(paste)
-        thread = conv._summary_thread
+        thread = conv._after_turn_thread
         assert thread is not None and thread.is_alive()
         conv.set_mode("recall", "render started")
         thread.join(2)
@@ -479,3 +479,36 @@ def test_a_project_in_use_by_another_kelvin_is_not_renamed(make_service):
         Projects(other).rename("Forest", "Jungle")
     assert holder.store("Forest").folder.is_dir() and not (holder.data_dir / "jungle").exists()
     holder.commit("still mine", project="Forest")[1].result(timeout=10)
+
+
+def test_the_ledger_puts_current_settings_in_the_prompt_and_answers_recall_questions(server, converse):
+    from tests.test_render_settings import commit_session
+
+    conv = converse(server.host, project="forest")
+    commit_session(conv.memory)
+    server.queue_reply("Keep the clamp at 12 and add a few samples.")
+    conv.ask("the rain shot has fireflies too, what GI clamp should I use?")
+    system = chat_bodies(server)[-1]["messages"][0]["content"]
+    section = system.split("## Current settings (from the settings ledger)\n")[1]
+    assert section.startswith("- Octane GI clamp = 12 (set ") and "before: 8" in section
+    conv.set_mode("recall")
+    answer = conv.ask("what GI clamp are we using?")
+    assert answer.status == "recall" and "Octane GI clamp = 12" in answer.text and "before: 8" in answer.text
+
+
+def test_the_optional_model_pass_adds_what_the_rules_missed_and_nothing_it_invents(server, converse):
+    conv = converse(server.host, project="forest", extract_model="llama3.2:3b")
+    server.queue_reply("Noted.")  # the answer
+    server.queue_reply(json.dumps({"settings": [  # the model pass over the question
+        {"engine": "octane", "parameter": "gi_clamp", "value": 9, "status": "applied"},  # found
+        {"engine": "octane", "parameter": "warp_drive", "value": 3, "status": "applied"},  # not in the taxonomy
+        {"engine": "octane", "parameter": "max_samples", "value": "lots", "status": "applied"},  # not a value
+        {"engine": "any", "parameter": "focal_length", "value": 50, "status": "maybe"}]}))  # not a status
+    server.queue_reply("this is not JSON")  # the model pass over the answer: ignored
+    conv.ask("For the Octane forest we keep the clamping of GI a notch under ten, at nine.")
+    conv._after_turn_thread.join(10)
+    conv.memory.flush()
+    calls = [b for b in server.requests_to("/api/chat") if b.get("format")]
+    assert len(calls) == 2 and calls[0]["model"] == "llama3.2:3b" and calls[0]["format"]["required"] == ["settings"]
+    [cur] = conv.ledger.current("forest")
+    assert (cur.entry.parameter, cur.entry.value, cur.entry.by) == ("gi_clamp", 9, "model")

@@ -31,6 +31,9 @@ class Tags:
     domain: str = "general"
     type: str = "dialogue"
     engine: str | None = None
+    host_app: str | None = None  # cinema4d, houdini, maya, blender, 3dsmax, …
+    priority: int = 0  # 2: a standing instruction or decision ("always", "client wants"); 1: a setting or
+    #                    critique; 0: everything else. Ranks what a brief and a tight window keep first.
 
     def as_dict(self) -> dict:
         return asdict(self)

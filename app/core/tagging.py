@@ -7,7 +7,7 @@ only applies it, so it is fast, offline and deterministic. It is one pluggable s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.core.records import Tags
@@ -29,6 +29,8 @@ class Taxonomy:
     engine_hints: dict[str, tuple[str, ...]]
     type_terms: dict[str, tuple[str, ...]]
     setting_verbs: tuple[str, ...]
+    host_names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    priority_terms: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: dict) -> "Taxonomy":
@@ -46,6 +48,9 @@ class Taxonomy:
             engine_hints={e: tuple(str(n).lower() for n in s.get("hints", ())) for e, s in engines.items()},
             type_terms={t: tuple(str(x).lower() for x in types.get(t, ())) for t in ("critique", "instruction", "logic")},
             setting_verbs=tuple(str(x).lower() for x in types.get("setting_verbs", ())),
+            host_names={h: tuple(str(n).lower() for n in s.get("names", ())) for h, s in data.get("hosts", {}).items()
+                        if isinstance(s, dict)},
+            priority_terms=tuple(str(x).lower() for x in data.get("priority", {}).get("high", ())),
         )
 
 
@@ -124,6 +129,12 @@ class RuleTagger:
         for engine, names in taxonomy.engine_names.items():
             for t in names:
                 self._words.add(t, f"engine:{engine}")
+        for host, names in taxonomy.host_names.items():
+            for t in names:
+                self._words.add(t, f"host:{host}")
+        self._high = _Lexicon()  # standing instructions and decisions: "always", "client wants", "final"
+        for t in taxonomy.priority_terms:
+            self._high.add(t, "high")
         for engine, hints in taxonomy.engine_hints.items():
             for t in hints:
                 self._words.add(t, f"hint:{engine}")
@@ -144,7 +155,20 @@ class RuleTagger:
         sample = text[:20_000]  # tags come from the head of a huge paste; the whole text is still indexed
         toks = tokens(sample)
         words = self._words.scan(toks)
-        return Tags(domain=self._domain(words), type=self._type(sample, toks), engine=self._engine(words))
+        kind = self._type(sample, toks)
+        high = bool(self._high.scan(toks[:400])) and kind in ("instruction", "setting", "logic", "critique")
+        priority = 2 if high else 1 if kind in ("setting", "critique", "instruction") else 0
+        return Tags(domain=self._domain(words), type=kind, engine=self._engine(words), host_app=self._host(words),
+                    priority=priority)
+
+    @staticmethod
+    def _host(words) -> str | None:
+        counts: dict[str, int] = {}
+        for _, _, labels in words:
+            for label in labels:
+                if label.startswith("host:"):
+                    counts[label[5:]] = counts.get(label[5:], 0) + 1
+        return max(counts, key=lambda h: counts[h]) if counts else None
 
     def _domain(self, words) -> str:
         scores: dict[str, int] = {}

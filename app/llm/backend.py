@@ -233,14 +233,17 @@ class OllamaBackend:
     # -- chat -------------------------------------------------------------------------------------
     def chat(self, model: str, messages: list[dict], *, tools: list[dict] | None = None, num_ctx: int = 8192,
              cpu: bool = False, num_predict: int | None = None,
-             keep_alive: str | float | None = None) -> ChatStream:
-        """Start a streamed reply. ``cpu`` keeps every layer off the GPU (``num_gpu: 0``)."""
+             keep_alive: str | float | None = None, format: dict | str | None = None) -> ChatStream:
+        """Start a streamed reply. ``cpu`` keeps every layer off the GPU (``num_gpu: 0``); ``format``
+        asks for JSON ("json" or a JSON schema)."""
         options: dict[str, Any] = {"num_ctx": num_ctx}
         if cpu:
             options["num_gpu"] = 0
         if num_predict is not None:
             options["num_predict"] = num_predict
         request = dict(model=model, messages=messages, tools=tools, options=options, keep_alive=keep_alive)
+        if format is not None:
+            request["format"] = format
         return ChatStream(self.host, self.stream_timeout_s, model, request, verify=self._verify)
 
     def complete(self, model: str, messages: list[dict], **kwargs) -> tuple[str, ChatChunk]:

@@ -31,7 +31,7 @@ FILTER_INDEX_MIN_ROWS = 5_000  # below this a prefilter scan is cheap
 KEEP_OLD_VERSIONS = timedelta(minutes=1)  # readers in other processes may still be on a recent version
 
 _CHUNK_COLS = ["chunk_id", "message_id", "chunk_index", "n_chunks", "project", "conversation_id", "turn_id",
-               "role", "speaker", "ts_ms", "domain", "type", "engine", "status", "text"]
+               "role", "speaker", "ts_ms", "domain", "type", "engine", "host_app", "priority", "status", "text"]
 _LEG_COLS = ["message_id", "ts_ms", "text", "n_chunks", "status"]  # what ranking needs; winners are fetched whole
 _MEMORY_COLS = ["id", "project", "text", "category", "ts_ms", "source_id"]
 
@@ -77,7 +77,7 @@ def _vector_field(dim: int) -> pa.Field:
 def _chunk_schema(dim: int) -> pa.Schema:
     fields = [pa.field(c, pa.string()) for c in _CHUNK_COLS]
     for i, c in enumerate(_CHUNK_COLS):
-        if c in ("chunk_index", "n_chunks"):
+        if c in ("chunk_index", "n_chunks", "priority"):
             fields[i] = pa.field(c, pa.int32())
         elif c == "ts_ms":
             fields[i] = pa.field(c, pa.int64())
@@ -100,7 +100,8 @@ def message_rows(m: Message) -> list[dict]:
             "chunk_id": f"{m.id}#{i}", "message_id": m.id, "chunk_index": i, "n_chunks": len(parts),
             "project": m.project, "conversation_id": m.conversation_id, "turn_id": m.turn_id, "role": m.role,
             "speaker": m.speaker, "ts_ms": m.ts_ms, "domain": m.tags.domain, "type": m.tags.type,
-            "engine": m.tags.engine or "", "status": m.status, "text": part,
+            "engine": m.tags.engine or "", "host_app": m.tags.host_app or "", "priority": m.tags.priority,
+            "status": m.status, "text": part,
         }
         for i, part in enumerate(parts)
     ]
@@ -112,7 +113,9 @@ def message_from_rows(rows: list[dict]) -> Message:
     return Message(
         id=r["message_id"], project=r["project"], conversation_id=r["conversation_id"], role=r["role"],
         speaker=r["speaker"], text="".join(x["text"] for x in rows), ts_ms=r["ts_ms"], turn_id=r["turn_id"],
-        tags=Tags(domain=r["domain"], type=r["type"], engine=r["engine"] or None), status=r.get("status") or "",
+        tags=Tags(domain=r["domain"], type=r["type"], engine=r["engine"] or None, host_app=r.get("host_app") or None,
+                  priority=int(r.get("priority") or 0)),
+        status=r.get("status") or "",
     )
 
 
@@ -134,9 +137,12 @@ class ProjectIndex:
         self._memories = self._db.open_table(MEMORIES) if MEMORIES in names else None
         self.writes_since_optimize = 0
         self._dim = self._read_dim()
-        if self._chunks is not None and "status" not in self._chunks.schema.names:
-            # indexes written before replies carried a status: every stored message was whole
-            self._chunks.add_columns({"status": "CAST('' AS STRING)"})
+        if self._chunks is not None:
+            # indexes written before these columns existed: whole replies, no host app, normal priority
+            missing = {col: sql for col, sql in (("status", "CAST('' AS STRING)"), ("host_app", "CAST('' AS STRING)"),
+                                                 ("priority", "CAST(0 AS INT)")) if col not in self._chunks.schema.names}
+            if missing:
+                self._chunks.add_columns(missing)
 
     # ---- schema ------------------------------------------------------------------------------------
     @property

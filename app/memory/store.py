@@ -18,11 +18,13 @@ from typing import Callable, Sequence
 
 from app.core import projects
 from app.core.records import Memory, Message, RecordError
+from app.core.extraction import Extractor
 from app.core.tagging import Tagger
 from app.memory.embedders import Embedder, EmbedderUnavailable
 from app.memory.index import CHUNKS, MEMORIES, ProjectIndex, message_rows
 from app.memory.journal import Entry, Journal
 from app.memory.markdown import MarkdownBook
+from app.memory.settings_book import SETTING_OPS, SettingsBook
 
 log = logging.getLogger("kelvin.store")
 
@@ -31,7 +33,7 @@ OP_MESSAGE_EDIT = "message.edit"
 OP_MESSAGE_DELETE = "message.delete"
 OP_MEMORY_ADD = "memory.add"
 OP_MEMORY_DELETE = "memory.delete"
-OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MEMORY_ADD, OP_MEMORY_DELETE)
+OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MEMORY_ADD, OP_MEMORY_DELETE, *SETTING_OPS)
 EMBEDDER_RETRY_S = 30.0
 
 
@@ -64,13 +66,15 @@ class Projections:
 
 
 class ProjectStore:
-    def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = ""):
+    def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = "",
+                 extractor: Extractor | None = None):
         self.name = name
         self.folder = data_dir / projects.folder_name(name)
         if self.folder.resolve().parent != data_dir.resolve():
             raise RecordError(f"project name {name!r} does not map to a folder inside the data folder")
         self.journal = Journal(self.folder / "journal")
         self.book = MarkdownBook(self.folder, name)
+        self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
         self.tagger = tagger
         self.embedder = embedder
         self.index_uri = index_uri.format(project=self.folder.name) if index_uri else str(self.folder / "memory.lance")
@@ -139,7 +143,7 @@ class ProjectStore:
             self.on_embedder_problem(f"{why}; searching by full text until it is back")
 
     def _replay(self) -> int:
-        start = min(self.state.markdown_seq, self.state.index_seq)
+        start = min(self.state.markdown_seq, self.state.index_seq, self.settings.seq if self.settings else 1 << 62)
         pending = [e for e in self.journal.read(after_seq=start)]
         if not pending:
             return 0
@@ -197,6 +201,8 @@ class ProjectStore:
             if not run:
                 self._apply_one(entry, replay)
         self._apply_run(run, replay, present)
+        if self.settings is not None:
+            self.settings.project(entries, self._lookup, self.bare_message)
         last = entries[-1].seq
         self.state.markdown_seq = max(self.state.markdown_seq, last)
         self.state.index_seq = max(self.state.index_seq, last)
@@ -243,8 +249,18 @@ class ProjectStore:
             self.book.upsert(new)
         elif entry.op == OP_MEMORY_DELETE:
             self.index.delete_memories([data["id"]])
+        elif entry.op in SETTING_OPS:
+            pass  # the settings ledger's own events
         else:
             log.warning("journal event %d has an unknown operation %r; skipped", entry.seq, entry.op)
+
+    def _lookup(self, message_id: str) -> Message | None:
+        return self.index.messages([message_id]).get(message_id)
+
+    def bare_message(self, data: dict) -> Message:
+        """The message of a journal event without its tags (what the settings ledger reads)."""
+        fields = {k: data[k] for k in ("id", "conversation_id", "role", "speaker", "text", "ts_ms")}
+        return Message(**fields, project=self.name, turn_id=data.get("turn_id", ""), status=data.get("status", ""))
 
     def to_message(self, data: dict) -> Message:
         fields = {k: data[k] for k in ("id", "conversation_id", "role", "speaker", "text", "ts_ms")}
@@ -302,6 +318,8 @@ class ProjectStore:
             progress(min(i + 2000, len(ordered)), len(ordered))
         self.index.put_memories(list(memories.values()), self._embed({m.id: m.text for m in memories.values()}))
         self.book.rebuild(ordered)
+        if self.settings is not None:
+            self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
         self.state = Projections(markdown_seq=last, index_seq=last, embedder=self.embedder.spec)
         self.state.save(self._state_path)
         self.index.optimize()

@@ -28,23 +28,20 @@ from app.llm.errors import ModelMissing, NotRunning, OllamaUnavailable, OutOfMem
 from app.memory.index import Filters
 from app.services.memory import MemoryService
 from app.services.projects import Projects
+from app.services.settings_ledger import SettingsLedger
 from app.settings import Settings
 
 log = logging.getLogger("kelvin.conversation")
 
 RETRIEVE_K = 8
 MEMORIES_K = 4
+SEARCH_CHARS = 2000
 NOT_FOR_RETRIEVAL = ("recall", "failed")  # quotes of other messages and empty replies
 BRIEF_FILE = "Master_Project_Brief.md"
 SUMMARY_PROMPT = ("Summarise the message below for a rendering assistant's short-term memory in at most 80 "
                   "words. Keep every number, setting name, engine, error and file name exactly. No preamble.")
 
 SettingsLookup = Callable[[str, str], tuple[str, ...]]  # (project, question) → "Octane GI clamp = 10 (…)"
-
-
-def no_settings(project: str, question: str) -> tuple[str, ...]:
-    """Until a settings ledger is attached, no current values are known."""
-    return ()
 
 
 @dataclass
@@ -86,7 +83,7 @@ class _Turn:
 
 class Conversation:
     def __init__(self, settings: Settings, memory: MemoryService, backend: OllamaBackend | None = None, *,
-                 projects: Projects | None = None, mode: Mode = Mode.GPU, settings_lookup: SettingsLookup = no_settings):
+                 projects: Projects | None = None, mode: Mode = Mode.GPU, settings_lookup: SettingsLookup | None = None):
         self.settings = settings
         self.memory = memory
         self.backend = backend or OllamaBackend(settings.ollama_host, settings.ollama_timeout_s)
@@ -95,7 +92,8 @@ class Conversation:
         self.model = settings.chat_model
         self.budget = Budget(num_ctx=settings.num_ctx)
         self.mode = mode
-        self.settings_lookup = settings_lookup
+        self.ledger = SettingsLedger(memory)
+        self.settings_lookup = settings_lookup or self.ledger.relevant
         self.calibration: dict[str, Calibration] = {}
         self.commit_problems: list[str] = []  # commits that failed in the background, for the caller to show
         self._model_info: dict[str, ModelInfo | None] = {}
@@ -103,7 +101,7 @@ class Conversation:
         self._turn_stop = threading.Event()  # the current turn's cancel token (a new one each turn)
         self._summary_stop = threading.Event()
         self._stream: tuple[str, ChatStream] | None = None  # ("turn" | "summary", the stream)
-        self._summary_thread: threading.Thread | None = None
+        self._after_turn_thread: threading.Thread | None = None
         self._notes: dict[str, str] = {}
         self.project = ""
         self.conversation_id = ""
@@ -142,7 +140,7 @@ class Conversation:
         mode = Mode.parse(mode) if isinstance(mode, str) else mode
         if mode != self.mode:
             log.info("mode %s → %s%s", self.mode.value, mode.value, f" ({reason})" if reason else "")
-            self._stop_summary(wait=False)
+            self._stop_background(wait=False)
         self.mode = mode
 
     def cancel(self) -> None:
@@ -155,7 +153,7 @@ class Conversation:
     def close(self) -> None:
         """Stop what runs, wait (bounded) for it to let go, hang up."""
         self.cancel()
-        self._stop_summary(wait=True)
+        self._stop_background(wait=True)
         if self._inference.acquire(timeout=10):
             self._inference.release()
         else:
@@ -175,7 +173,7 @@ class Conversation:
         text = check_text(commands.unescape(text), "question")
         stop = threading.Event()
         self._turn_stop = stop  # a cancel from now on stops this turn, and only this one
-        self._stop_summary(wait=True)  # a new question wins over a summary in progress
+        self._stop_background(wait=True)  # a new question wins over a summary in progress
         with self._inference:
             if self.projects.today() != self._day:  # Kelvin left open overnight: a new day starts clean
                 self.switch_project(self.project)
@@ -203,7 +201,7 @@ class Conversation:
             self._commit_answer(turn, result)
             self._remember_turn(turn, question, result.answer)
         if result.status == "complete":
-            self._summarise_later(turn)
+            self._after_turn(turn, [question] + ([result.answer] if result.answer else []))
         return result
 
     def _new_turn(self, stop: threading.Event | None = None) -> _Turn:
@@ -228,12 +226,13 @@ class Conversation:
         recalled: tuple[Message, ...] = ()
         memories: tuple[Memory, ...] = ()
         settings: tuple[str, ...] = ()
+        query = text[:SEARCH_CHARS]  # a pasted log searches by its head: a 50k-character query costs ~1 s
         try:
-            hits = self.memory.search(text, k=RETRIEVE_K + len(skip), project=turn.project,
+            hits = self.memory.search(query, k=RETRIEVE_K + len(skip), project=turn.project,
                                       drop_status=NOT_FOR_RETRIEVAL)
             recalled = tuple(h.message for h in hits if h.message.id not in skip  # not the same question again
                              and " ".join(h.message.text.lower().split()) != asked)[:RETRIEVE_K]
-            memories = tuple(m for m, _ in self.memory.search_memories(text, k=MEMORIES_K, project=turn.project))
+            memories = tuple(m for m, _ in self.memory.search_memories(query, k=MEMORIES_K, project=turn.project))
         except Exception:  # noqa: BLE001 — the turn goes on; the log has the cause
             log.exception("memory search failed; answering without retrieved memories")
         try:
@@ -432,48 +431,102 @@ class Conversation:
         self._notes = {k: v for k, v in self._notes.items() if any(m.id == k for m in self._recent)}
 
     # ---- overflow summaries ------------------------------------------------------------------------
-    def _summarise_later(self, turn: _Turn) -> None:
-        """After a reply, summarise (with the model, in the background) the long messages of the
-        window that the next turn would have to fold, so the note is a good one."""
+    def _after_turn(self, turn: _Turn, messages: list[Message]) -> None:
+        """After a reply, in the background and only while no question waits (a new one stops it):
+        summarise the long messages of the window that the next turn would have to fold, so the
+        note is a good one; and, if an extraction model is set, let it read the turn for settings
+        the rules missed."""
         if turn.mode is Mode.RECALL or self.mode is Mode.RECALL:
             return
         share = int((self.budget.num_ctx - self.budget.answer) * self.budget.recent_share * 0.5)
         cal = self.calibration.setdefault(turn.model, Calibration())
-        todo = [m for m in (self._recent or []) if m.id not in self._notes and cal.tokens(m.text) > share]
-        if not todo:
+        summaries = [m for m in (self._recent or []) if m.id not in self._notes and cal.tokens(m.text) > share]
+        extract = list(messages) if self.settings.extract_model else []
+        if not summaries and not extract:
             return
         stop = threading.Event()
         self._summary_stop = stop
-        self._summary_thread = threading.Thread(target=self._summarise, args=(todo, turn, stop),
-                                                name="kelvin-summary", daemon=True)
-        self._summary_thread.start()
+        self._after_turn_thread = threading.Thread(target=self._background, args=(summaries, extract, turn, stop),
+                                                   name="kelvin-after-turn", daemon=True)
+        self._after_turn_thread.start()
 
-    def _summarise(self, todo: list[Message], turn: _Turn, stop: threading.Event) -> None:
+    def _background(self, summaries: list[Message], extract: list[Message], turn: _Turn, stop: threading.Event) -> None:
+        for m in summaries:
+            if not self._summarise(m, turn, stop):
+                return
+        for m in extract:
+            if not self._extract(m, turn, stop):
+                return
+
+    def _summarise(self, m: Message, turn: _Turn, stop: threading.Event) -> bool:
         cal = self.calibration.setdefault(turn.model, Calibration())
-        for m in todo:
-            with self._inference:
-                mode = self.mode  # the mode now, not the turn's: the guard may have moved Kelvin off the GPU
-                if stop.is_set() or mode is Mode.RECALL:
-                    return
-                body, _ = clip(m.text, int(self.budget.num_ctx // 2 / cal.ratio))
-                parts: list[str] = []
-                try:
-                    self._stream_once([{"role": "system", "content": SUMMARY_PROMPT},
-                                       {"role": "user", "content": body}], 200,
-                                      replace(turn, mode=mode), False, parts, lambda s: None, kind="summary", stop=stop)
-                except OllamaUnavailable as exc:
-                    log.info("no summary for %s: %s", m.id, exc)
-                    return
-                except Exception:  # noqa: BLE001 — a summary is a nicety; the extractive note stands in
-                    log.exception("summary of %s failed", m.id)
-                    return
-                summary = "".join(parts).strip()
-                if summary and not stop.is_set():
-                    self._notes[m.id] = summary
+        with self._inference:
+            mode = self.mode  # the mode now, not the turn's: the guard may have moved Kelvin off the GPU
+            if stop.is_set() or mode is Mode.RECALL:
+                return False
+            body, _ = clip(m.text, int(self.budget.num_ctx // 2 / cal.ratio))
+            parts: list[str] = []
+            try:
+                self._stream_once([{"role": "system", "content": SUMMARY_PROMPT},
+                                   {"role": "user", "content": body}], 200,
+                                  replace(turn, mode=mode), False, parts, lambda s: None, kind="summary", stop=stop)
+            except OllamaUnavailable as exc:
+                log.info("no summary for %s: %s", m.id, exc)
+                return False
+            except Exception:  # noqa: BLE001 — a summary is a nicety; the extractive note stands in
+                log.exception("summary of %s failed", m.id)
+                return False
+            summary = "".join(parts).strip()
+            if summary and not stop.is_set():
+                self._notes[m.id] = summary
+        return True
 
-    def _stop_summary(self, wait: bool) -> None:
+    def _extract(self, m: Message, turn: _Turn, stop: threading.Event) -> bool:
+        """The optional model pass over one message (its output checked strictly against the taxonomy)."""
+        from app.core.model_extraction import SCHEMA, check, prompt
+        from app.memory.settings_book import OP_SETTING_ADD
+
+        model = self.settings.extract_model
+        with self._inference:
+            mode = self.mode
+            if stop.is_set() or mode is Mode.RECALL:
+                return False
+            try:
+                book = self.ledger.book(turn.project)
+                have = {(e.engine, e.parameter, e.status) for e in book.mentions_of(m.id)}
+                stream = self.backend.chat(model, prompt(m.text, m.role, self.ledger.catalogue, book.engine),
+                                           format=SCHEMA, num_ctx=4096, cpu=mode is Mode.CPU, num_predict=400)
+                self._stream = ("summary", stream)
+                try:
+                    if stop.is_set():
+                        stream.cancel()
+                    for _ in stream:
+                        pass
+                    text = stream.text
+                finally:
+                    self._stream = None
+                    stream.close()
+            except OllamaUnavailable as exc:
+                log.info("no model pass over %s: %s", m.id, exc)
+                return False
+            except Exception:  # noqa: BLE001 — the rules' result stands
+                log.exception("model pass over %s failed", m.id)
+                return False
+            if stop.is_set():
+                return False
+            found = [x for x in check(text, m.role, self.ledger.catalogue) if (x.engine, x.parameter, x.status) not in have]
+            if found:
+                events = [(OP_SETTING_ADD, {"source_id": m.id, "ts_ms": m.ts_ms, "engine": x.engine,
+                                            "parameter": x.parameter, "value": list(x.value) if isinstance(x.value, tuple)
+                                            else x.value, "unit": x.unit, "status": x.status, "name": x.name,
+                                            "domain": x.domain}) for x in found]
+                self._watch(self.memory.writer.submit(turn.project, events), "settings found by the model")
+                log.info("the model pass found %d more setting(s) in %s", len(found), m.id)
+        return True
+
+    def _stop_background(self, wait: bool) -> None:
         """Stop the background summary (the extractive note is used instead)."""
-        thread = self._summary_thread
+        thread = self._after_turn_thread
         if thread is None or not thread.is_alive():
             return
         self._summary_stop.set()

@@ -31,6 +31,8 @@ from app.core.records import (
     new_id,
     now_ms,
 )
+from app.core.extraction import Extractor
+from app.core.parameters import Catalogue, specs_from_dict
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
 from app.memory.index import Filters, message_from_rows
@@ -73,16 +75,26 @@ class ImportReport:
         return self.total - self.added
 
 
-def load_tagger() -> RuleTagger:
+def load_taxonomy() -> dict:
     """The bundled taxonomy, extended by ``taxonomy.toml`` in the config folder if the artist has one."""
     data = tomllib.loads(resources.read_text("taxonomy.toml"))
     extra = config_dir() / "taxonomy.toml"
     if extra.is_file():
         try:
             data = merge(data, tomllib.loads(extra.read_text(encoding="utf-8")))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
             log.warning("%s is not valid TOML and was ignored: %s", extra, exc)
-    return RuleTagger(Taxonomy.from_dict(data))
+    return data
+
+
+def load_tagger(data: dict | None = None) -> RuleTagger:
+    return RuleTagger(Taxonomy.from_dict(data if data is not None else load_taxonomy()))
+
+
+def load_extractor(data: dict | None = None) -> Extractor:
+    data = data if data is not None else load_taxonomy()
+    engines = {e: tuple(str(n).lower() for n in spec.get("names", ())) for e, spec in data.get("engines", {}).items()}
+    return Extractor(Catalogue(specs_from_dict(data), engines))
 
 
 class MemoryService:
@@ -90,7 +102,9 @@ class MemoryService:
         self.settings = settings
         self.data_dir = settings.data_path()
         self.default_project = settings.project
-        self.tagger = tagger or load_tagger()
+        taxonomy = load_taxonomy()
+        self.tagger = tagger or load_tagger(taxonomy)
+        self.extractor = load_extractor(taxonomy)
         self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s)
         self.notices: list[str] = []  # expected problems to tell the artist once (embedder down, …)
         self._stores: dict[str, ProjectStore] = {}
@@ -108,7 +122,8 @@ class MemoryService:
         with self._stores_lock:
             store = self._stores.get(key)
             if store is None:
-                store = ProjectStore(self.data_dir, name, self.tagger, self.embedder, self.settings.index_uri)
+                store = ProjectStore(self.data_dir, name, self.tagger, self.embedder, self.settings.index_uri,
+                                     extractor=self.extractor)
                 store.on_embedder_problem = self._notice
                 self._stores[key] = store
             return store
@@ -269,7 +284,7 @@ class MemoryService:
         if store.name in self._caught_up:
             return
         self._caught_up.add(store.name)
-        if store.journal.last_seq() > min(store.state.index_seq, store.state.markdown_seq):
+        if store.journal.last_seq() > min(store.state.index_seq, store.state.markdown_seq, store.settings.seq):
             try:
                 self.writer.call(store.open_for_write).result()
             except StoreLocked:

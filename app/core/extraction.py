@@ -1,0 +1,540 @@
+"""Render settings stated in a message, by rules: fast, offline, deterministic.
+
+``extract(text, role, catalogue, context)`` finds parameter names (taxonomy synonyms, tolerant
+of one-letter typos), the values said with them ("to 10", "1024 samples", "f/2.8", "on",
+"brute force") and the status of each: **applied** (the artist set or confirmed it),
+**proposed** (a suggestion; everything the model says) or **rejected**. Messages are read in
+order with a :class:`Context` (the engine being talked about, the parameters just discussed,
+the proposals waiting for an answer), so "ok, using 4" and "that didn't help, back to 25" are
+understood. Unknown parameters next to a number in a sentence that names an engine are kept as
+candidates. Pure: no I/O.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from app.core import parameters as P
+from app.core.parameters import ANY, Catalogue, ParamSpec, Value
+
+APPLIED, PROPOSED, REJECTED = "applied", "proposed", "rejected"
+STATUSES = (APPLIED, PROPOSED, REJECTED)
+MAX_TEXT = 20_000  # settings come from the head of a huge paste
+
+_SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
+_JOIN = {"to", "at", "=", ":", "is", "of", "now", "was", "on", "around", "about", "approx", "approximately",
+         "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
+         "down", "up", "into", "are", "were", "s", "'s", "under", "over"}
+_BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
+
+_QUESTION_START = {"should", "could", "can", "would", "what", "how", "shall", "is", "does", "do", "why", "which"}
+_PROPOSAL = ("try", "trying", "maybe", "perhaps", "could", "might", "what if", "what about", "how about",
+             "consider", "thinking about", "thinking of", "suggest", "recommend", "i'd", "i would", "you'd",
+             "start with", "worth", "experiment", "test with", "testing", "let's see if", "see if", "option",
+             "would", "probably", "possibly", "instead of", "wondering", "planning", "plan to", "want to try",
+             "go for", "aim for", "keep it around", "i'd go", "if you", "you can", "you may", "potentially",
+             "should", "could also", "tempted")
+_APPLIED_STRONG = ("went with", "going with", "go with", "settled on", "settle on", "using", "use", "set",
+                   "is now", "are now", "changed", "switched", "locked", "final", "keeping", "keep", "stick with",
+                   "sticking with", "bumped", "dropped", "lowered", "raised", "increased", "decreased", "halved",
+                   "doubled", "reduced", "turned", "enabled", "disabled", "we're on", "we are on", "applied",
+                   "it is", "make it", "made it", "put it", "put", "now at", "now on", "cranked", "upped",
+                   "ended up", "moved", "rotated", "done", "ok", "okay", "yep", "yes", "fine", "works",
+                   "actually", "gave", "set it")
+_REJECT = ("didn't help", "did not help", "didn't work", "did not work", "doesn't work", "does not work",
+           "made it worse", "makes it worse", "worse", "no good", "not working", "revert", "reverted", "undo",
+           "forget the", "forget it", "scrap", "scrapped", "too low", "too high", "too much", "too little",
+           "no luck", "nope", "didn't do", "did nothing", "no difference", "no change", "ruined", "broke",
+           "not good", "not better", "wasn't", "was not", "rolled back", "roll back", "back to", "go back",
+           "went back", "return to", "drop the", "ditch", "ditched")
+_RESTORE = ("back to", "revert to", "reverted to", "return to", "returned to", "go back to", "went back to",
+            "roll back to", "rolled back to")
+_CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "perfect", "great", "sounds good", "will do",
+            "going with that", "go with that", "let's do that", "let's do it", "do it", "that works", "it works",
+            "applied", "changed it", "set it", "did that", "did it", "works", "worked", "good call", "nice")
+_BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with", "going with", "back to",
+                    "revert to", "try", "trying", "set it to", "set it at", "it is", "change it to", "changed it to",
+                    "bump it to", "bumped it to", "drop it to", "dropped it to", "lower it to", "lowered it to",
+                    "raise it to", "raised it to", "let's do", "settle on", "settled on", "stick with", "keep it at",
+                    "now at", "put it at", "take it to", "took it to", "ok", "okay", "yep", "fine", "then",
+                    "instead", "down to", "up to", "up it to", "reduce it to", "increase it to", "at")
+_BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "instead", "go with", "went with",
+                          "going with", "change it to", "set it to")
+_BOOL_ON = ("enable", "enabled", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
+            "use", "using", "with", "add", "added", "check", "checked", "tick", "ticked")
+_BOOL_OFF = ("disable", "disabled", "turn off", "turned off", "switch off", "switched off", "deactivate",
+             "deactivated", "without", "no", "remove", "removed", "uncheck", "unchecked", "untick", "kill", "killed")
+_NOT_VALUES = {"frame", "frames", "shot", "version", "v", "gb", "mb", "minutes", "minute", "min", "mins", "hours",
+               "hour", "h", "seconds", "sec", "secs", "fps", "lights", "light", "times", "x", "percent"}
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One setting stated in a message."""
+
+    engine: str  # ANY ("") for engine-agnostic parameters
+    parameter: str  # the canonical key ("gi_clamp"); for a candidate, the words used
+    value: Value
+    unit: str
+    status: str
+    candidate: bool = False  # a parameter the taxonomy does not know
+    name: str = ""  # display name ("GI clamp")
+    domain: str = "general"
+
+    def to_json(self) -> dict:
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        return {"engine": self.engine or None, "parameter": self.parameter, "value": value, "unit": self.unit,
+                "status": self.status, **({"candidate": True} if self.candidate else {})}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the conversation is about, carried from one message to the next."""
+
+    engine: str = ""
+    last: tuple[ParamSpec, ...] = ()  # parameters of the last message that stated any
+    proposals: tuple[Mention, ...] = ()  # proposals not answered yet (the last message that made any)
+    applied: tuple[Mention, ...] = ()  # what the last applying message applied (for "that didn't help")
+
+
+@dataclass
+class _Found:
+    spec: ParamSpec | None
+    start: int
+    end: int
+    candidates: list[ParamSpec] = field(default_factory=list)
+
+
+class Extractor:
+    def __init__(self, catalogue: Catalogue):
+        self.cat = catalogue
+        vocab = {w for words in list(catalogue._phrases) + list(catalogue.engines) for w in words if w.isalpha()}
+        self._vocab = vocab
+        self._deletes: dict[str, str] = {}
+        for w in sorted(vocab):
+            if len(w) >= 5:
+                for i in range(len(w)):
+                    self._deletes.setdefault(w[:i] + w[i + 1:], w)
+                self._deletes.setdefault(w, w)
+
+    # ---- typos ------------------------------------------------------------------------------------
+    def _fix(self, tok: str) -> str:
+        """A one-letter typo of a taxonomy word ("calmp", "smaples", "redshfit") → the word."""
+        if len(tok) < 5 or not tok.isalpha() or tok in self._vocab:
+            return tok
+        hit = self._deletes.get(tok)  # one letter too many
+        if hit is None:
+            for i in range(len(tok)):  # one letter missing, wrong or swapped
+                hit = self._deletes.get(tok[:i] + tok[i + 1:])
+                if hit is not None and len(hit) >= len(tok):
+                    break
+                hit = None
+        if hit is None:
+            for i in range(len(tok) - 1):  # two letters swapped
+                swapped = tok[:i] + tok[i + 1] + tok[i] + tok[i + 2:]
+                if swapped in self._vocab:
+                    hit = swapped
+                    break
+        if hit is None or hit[0] != tok[0] or sorted(hit) != sorted(tok) and abs(len(hit) - len(tok)) == 0 \
+                and sum(a != b for a, b in zip(hit, tok)) > 1:
+            return tok
+        return hit
+
+    # ---- the message ------------------------------------------------------------------------------
+    def extract(self, text: str, role: str, ctx: Context = Context()) -> tuple[list[Mention], Context]:
+        text = text[:MAX_TEXT]
+        out: list[Mention] = []
+        engine_ctx = ctx.engine
+        mentioned: list[ParamSpec] = []
+        for sentence in _sentences(text):
+            toks = [self._fix(t) for t, _ in P.tokens(sentence)]
+            if not toks:
+                continue
+            found = self.cat.find(toks)
+            engines = [w for _, _, w in found if isinstance(w, str)]
+            if engines:
+                engine_ctx = engines[-1]
+            status = _status(sentence, toks, role)
+            running = replace(ctx, last=ctx.last + tuple(mentioned)) if mentioned else ctx  # "…, back to 25"
+            got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines))
+            for m in got:
+                spec = self.cat.specs.get((m.engine, m.parameter))
+                if spec is not None and spec not in mentioned:
+                    mentioned.append(spec)
+            out.extend(got)
+        out = _dedupe(out)
+        proposals = tuple(m for m in out if m.status == PROPOSED and not m.candidate)
+        applied = tuple(m for m in out if m.status == APPLIED and not m.candidate)
+        new_ctx = Context(
+            engine=engine_ctx,
+            last=tuple(mentioned) or ctx.last,
+            proposals=proposals if proposals else (() if role == "user" and out else ctx.proposals),
+            applied=applied or ctx.applied,
+        )
+        return out, new_ctx
+
+    def _sentence(self, sentence, toks, found, role, status, engine_ctx, ctx, names_engine) -> list[Mention]:
+        params = [(s, e, w) for s, e, w in found if not isinstance(w, str)]
+        used: set[int] = {i for s, e, _ in found for i in range(s, e)}
+        out: list[Mention] = []
+        low = " " + " ".join(toks) + " "
+        for start, end, specs in params:
+            spec = self._resolve(specs, engine_ctx)
+            if spec is None:
+                continue
+            taken = set(used)
+            got = self._value(spec, toks, start, end, used)
+            if got is None:
+                continue
+            value, unit, restore = got
+            at = min(used - taken) if used - taken else start
+            st = status
+            if restore:
+                st = APPLIED if role != "assistant" else PROPOSED
+            elif status == REJECTED and not _cue_after(toks, at, _REJECT_VALUE_CUES):
+                st = APPLIED if not _has(low, _PROPOSAL) else PROPOSED
+            out.append(_mention(spec, value, unit, st))
+        out += self._self_describing(toks, used, status)
+        if role != "assistant":
+            here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
+            out += self._contextual(sentence, toks, low, used, status, ctx, engine_ctx, here)
+        if names_engine and engine_ctx:
+            out += self._candidates(toks, found, used, status, engine_ctx)
+        return out
+
+    def _resolve(self, specs: list[ParamSpec], engine: str) -> ParamSpec | None:
+        if len(specs) == 1:
+            return specs[0]
+        for s in specs:
+            if s.engine == engine:
+                return s
+        anys = [s for s in specs if s.engine == ANY]
+        if anys:
+            return anys[0]
+        return None  # the same words in several engines and no engine in sight
+
+    # ---- values -----------------------------------------------------------------------------------
+    def _value(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int]):
+        """(value, unit, restore) for the parameter at toks[start:end], consuming the value's tokens."""
+        n = len(toks)
+        if spec.kind == "bool":
+            return self._bool(spec, toks, start, end, used)
+        if spec.kind == "enum":
+            for i in range(end, min(n, end + 5)):  # "kernel: path tracing", "primary gi engine to brute force"
+                if i in used:
+                    break
+                hit = self.cat.enum_value(spec, toks, i)
+                if hit:
+                    used.update(range(i, i + hit[1]))
+                    return hit[0], "", self._restore_before(toks, i)
+                if toks[i] not in _JOIN:
+                    break
+            for i in range(max(0, start - 4), start):  # "brute force for primary gi", "the pt kernel"
+                hit = self.cat.enum_value(spec, toks, i)
+                if hit and i + hit[1] <= start and all(t in _JOIN or t in ("for", "as") for t in toks[i + hit[1]:start]):
+                    used.update(range(i, i + hit[1]))
+                    return hit[0], "", False
+            return None
+        # numbers, ranges, resolutions, text: a value with this parameter's unit just before the name
+        # ("a 35mm lens"), else the nearest value after it, else one just before it ("1024 samples")
+        for i in range(start - 1, max(-1, start - 3), -1):
+            if i in used:
+                break
+            num = P.parse_number(toks[i])
+            if num is not None and num.unit and num.unit in ({spec.unit.lower(), *spec.units} - {""}):
+                got = self._read(spec, toks, i, used)
+                if got is not None:
+                    used.update(range(i, i + got[2]))
+                    return got[0], got[1], False
+            if toks[i] not in _BEFORE_JOIN:
+                break
+        i = end
+        steps = 0
+        prev = None
+        while i < n and steps < 5:
+            if i in used:
+                break
+            tok = toks[i]
+            got = self._read(spec, toks, i, used)
+            if got is not None:
+                value, unit, width = got
+                if prev == "from":  # "from 4 to 2.8": the value is the one after "to"
+                    j = i + width
+                    if j + 1 < n and toks[j] == "to":
+                        later = self._read(spec, toks, j + 1, used)
+                        if later is not None:
+                            used.update(range(i, j + 1 + later[2]))
+                            return later[0], later[1], False
+                used.update(range(i, i + width))
+                return value, unit, self._restore_before(toks, i)
+            if tok not in _JOIN and tok not in ("the", "of", "for", "in"):
+                break
+            prev = tok
+            i += 1
+            steps += 1
+        for i in range(start - 1, max(-1, start - 4), -1):  # "1024 samples", "a 35mm lens", "16 gi bounces"
+            if i in used:
+                break
+            got = self._read(spec, toks, i, used)
+            if got is not None and i + got[2] <= start:
+                used.update(range(i, i + got[2]))
+                return got[0], got[1], False
+            if toks[i] not in _BEFORE_JOIN:
+                break
+        return None
+
+    def _read(self, spec: ParamSpec, toks: list[str], i: int, used: set[int]):
+        """A value of this parameter's kind starting at toks[i]: (value, unit, tokens used)."""
+        tok = toks[i]
+        n = len(toks)
+        if tok.startswith("f/") and spec.key != "f_stop":
+            return None  # "f/2.8" is an aperture, whatever stands next to it
+        if spec.kind == "resolution":
+            res = P.resolution(tok)
+            return (res, spec.unit, 1) if res else None
+        if spec.kind == "text":
+            if re.fullmatch(r"1/\d+", tok) or P.parse_number(tok):
+                unit = spec.unit
+                nxt = toks[i + 1] if i + 1 < n else ""
+                width = 1
+                if nxt in (spec.units or ()) or (spec.unit and nxt == spec.unit.lower()):
+                    width = 2
+                num = P.parse_number(tok)
+                if num and num.unit and num.unit not in ({spec.unit.lower(), *spec.units} - {""}):
+                    if not re.fullmatch(r"1/\d+", tok):
+                        return None
+                text = tok if "/" in tok or not num else P.format_value(int(num.value) if num.is_int else num.value)
+                return text, unit, width
+            return None
+        num = P.parse_number(tok)
+        if num is None:
+            return None
+        nxt = toks[i + 1] if i + 1 < n else ""
+        if not num.unit and nxt in _NOT_VALUES and nxt not in spec.units and nxt != spec.unit.lower():
+            return None
+        width = 1
+        if not num.unit and nxt and (nxt in spec.units or nxt == spec.unit.lower() and nxt):
+            num = P.Number(num.value, nxt, num.is_int)
+            width = 2
+        if spec.kind == "range" or nxt in ("-", "–") or (nxt in ("and", "to") and i > 0 and toks[i - 1] == "between"):
+            if i + 2 < n and nxt in ("and", "to", "-", "–"):
+                other = P.parse_number(toks[i + 2])
+                if other is not None and (nxt != "to" or toks[i - 1] == "between"):
+                    a, b = P.number_for(spec, num), P.number_for(spec, other)
+                    if a and b:
+                        return (a[0], b[0]), a[1], 3
+        got = P.number_for(spec, num)
+        if got is None:
+            return None
+        if i > 0 and toks[i - 1] == "between" and i + 2 < n and toks[i + 1] == "and":
+            other = P.parse_number(toks[i + 2])
+            b = P.number_for(spec, other) if other else None
+            if b:
+                return (got[0], b[0]), got[1], 3
+        return got[0], got[1], width
+
+    def _bool(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int]):
+        for i in range(end, min(len(toks), end + 3)):  # "adaptive sampling on", "motion blur: off"
+            if i in used:
+                break
+            b = P.bool_word(toks[i])
+            if b is not None and toks[i] not in ("no", "none"):
+                used.add(i)
+                return b, "", False
+            if toks[i] not in _JOIN:
+                break
+        before = " " + " ".join(toks[max(0, start - 4):start]) + " "
+        for phrase in _BOOL_OFF:
+            if f" {phrase} " in before:
+                return False, "", False
+        for phrase in _BOOL_ON:
+            if f" {phrase} " in before:
+                return True, "", False
+        return None
+
+    def _self_describing(self, toks: list[str], used: set[int], status: str) -> list[Mention]:
+        """Values that say what they are without a name: "f/2.8" (an aperture), "1920x1080" (a resolution)."""
+        out = []
+        for i, tok in enumerate(toks):
+            if i in used:
+                continue
+            key = "f_stop" if tok.startswith("f/") else "resolution" if P.resolution(tok) else None
+            spec = self.cat.specs.get((ANY, key)) if key else None
+            got = self._read(spec, toks, i, used) if spec else None
+            if got is not None:
+                used.add(i)
+                out.append(_mention(spec, got[0], got[1], status))
+        return out
+
+    @staticmethod
+    def _restore_before(toks: list[str], i: int) -> bool:
+        before = " " + " ".join(toks[max(0, i - 4):i]) + " "
+        return any(f" {r} " in before for r in _RESTORE)
+
+    # ---- values without a name: "ok, using 4", "back to 25", "done" --------------------------------
+    def _contextual(self, sentence, toks, low, used, status, ctx: Context, engine, here: list) -> list[Mention]:
+        named = bool(here)
+        out: list[Mention] = []
+        values = []
+        for i, tok in enumerate(toks):
+            if i in used:
+                continue
+            num = P.parse_number(tok)
+            if num is None and P.bool_word(tok) is None:
+                continue
+            before = " " + " ".join(toks[max(0, i - 3):i]) + " "
+            cues = _BARE_VALUE_CUES if not named else _BARE_VALUE_CUES_STRONG
+            if num is not None and any(f" {c} " in before for c in cues):
+                nxt = toks[i + 1] if i + 1 < len(toks) else ""
+                if nxt in _NOT_VALUES:
+                    continue
+                values.append((i, num, any(f" {r} " in before for r in _RESTORE)))
+        rejected_now = status == REJECTED
+        if rejected_now and not named and not any(r for _, _, r in values):
+            stated = [v for v in values if not v[2]]
+            targets = ctx.applied or ()
+            if stated and ctx.proposals:  # "no, 8 is too low" about a proposal
+                for i, num, _ in stated:
+                    for p in ctx.proposals:
+                        spec = self.cat.specs.get((p.engine, p.parameter))
+                        got = P.number_for(spec, num) if spec else None
+                        if got and P.same_value(got[0], p.value):
+                            out.append(replace(p, status=REJECTED))
+                            used.add(i)
+            elif targets:
+                for p in targets:
+                    out.append(replace(p, value=None, status=REJECTED))
+        for i, num, restore in values:
+            if i in used:
+                continue
+            spec, value, unit = self._guess(num, replace(ctx, last=ctx.last + tuple(here)) if here else ctx)
+            if spec is None:
+                continue
+            used.add(i)
+            st = APPLIED if (restore or status != PROPOSED) else PROPOSED
+            out.append(_mention(spec, value, unit, st))
+        if not values and not named and status != REJECTED and ctx.proposals and _confirms(low, toks):
+            out += [replace(p, status=APPLIED) for p in ctx.proposals[:3] if not isinstance(p.value, tuple)]
+        return out
+
+    def _guess(self, num: P.Number, ctx: Context):
+        """The parameter a bare value most likely belongs to: a proposal with that value, else the
+        parameter last talked about."""
+        for p in ctx.proposals:
+            spec = self.cat.specs.get((p.engine, p.parameter))
+            got = P.number_for(spec, num) if spec else None
+            if got and (P.same_value(got[0], p.value) or isinstance(p.value, tuple)):
+                return spec, got[0], got[1]
+        if len(ctx.proposals) == 1:
+            spec = self.cat.specs.get((ctx.proposals[0].engine, ctx.proposals[0].parameter))
+            got = P.number_for(spec, num) if spec else None
+            if got:
+                return spec, got[0], got[1]
+        for spec in reversed(ctx.last[-1:]):
+            if spec.kind in ("number", "int"):
+                got = P.number_for(spec, num)
+                if got:
+                    return spec, got[0], got[1]
+        return None, None, ""
+
+    # ---- unknown parameters -----------------------------------------------------------------------
+    def _candidates(self, toks, found, used, status, engine) -> list[Mention]:
+        out = []
+        words_at = {i for s, e, _ in found for i in range(s, e)}
+        for i, tok in enumerate(toks):
+            if i in used or i in words_at or i < 2:
+                continue
+            num = P.parse_number(tok)
+            if num is None or num.unit in ("gb", "mb", "min", "h", "s", "fps"):
+                continue
+            if i + 1 < len(toks) and toks[i + 1] in _NOT_VALUES:
+                continue
+            j = i - 1
+            if toks[j] not in ("to", "=", ":", "at"):
+                continue
+            name = []
+            k = j - 1
+            while k >= 0 and len(name) < 3 and toks[k].isalpha() and toks[k] not in _STOP and k not in words_at:
+                name.insert(0, toks[k])
+                k -= 1
+            if not name or k < 0 or toks[k] not in ("set", "the", "change", "changed", "bump", "bumped", "raise",
+                                                   "lower", "lowered", "raised", "put", "increase", "decrease", "my",
+                                                   "its", "and", ",", "with"):
+                continue
+            value = int(num.value) if num.is_int else num.value
+            out.append(Mention(engine=engine, parameter="_".join(name), value=value, unit=num.unit, status=status,
+                               candidate=True, name=" ".join(name)))
+            used.add(i)
+        return out
+
+
+_STOP = {"the", "a", "an", "it", "to", "and", "or", "in", "on", "for", "of", "at", "is", "was", "my", "our", "your",
+         "this", "that", "set", "try", "use", "using", "with", "i", "we", "you", "then", "now", "so", "but", "frame",
+         "shot", "version", "render", "scene", "up", "down", "just", "also", "too", "very", "more", "less", "all",
+         "octane", "redshift", "arnold", "cycles", "vray", "karma", "corona", "change", "changed", "bump", "bumped",
+         "raise", "lower", "lowered", "raised", "put", "increase", "decrease", "its", "time", "times", "s"}
+_REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more")
+_REJECT_VALUE_CUES = ("didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
+                      "forget", "scrap", "ditch", "drop the", "wasn't", "was not", "no,", "nope", "no difference",
+                      "not good", "not better", "did nothing", "no luck", "too much", "too little", "ruined")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def _has(low: str, phrases) -> bool:
+    return any(f" {p} " in low for p in phrases)
+
+
+def _cue_after(toks: list[str], i: int, phrases) -> bool:
+    """A rejection said about the value at toks[i]: after it ("8 was worse"), or just before it
+    ("forget the 0.01")."""
+    after = " " + " ".join(toks[i + 1:]) + " "
+    before = " " + " ".join(toks[max(0, i - 5):i]) + " "
+    return any(f" {p} " in after for p in phrases) or any(f" {p} " in before for p in _REJECT_BEFORE)
+
+
+def _status(sentence: str, toks: list[str], role: str) -> str:
+    low = " " + " ".join(toks) + " "
+    if role == "assistant":
+        return PROPOSED
+    opening = sentence.strip().lower()
+    if _has(low, _REJECT) or opening.startswith(("no,", "nope", "no.", "nah")):
+        return REJECTED
+    if sentence.rstrip().endswith("?") or (toks and toks[0] in _QUESTION_START):
+        return PROPOSED
+    strong = [p for p in _APPLIED_STRONG if f" {p} " in low]
+    weak = [p for p in _PROPOSAL if f" {p} " in low]
+    if weak and not (strong and not {"try", "trying", "maybe", "could", "might", "would", "should", "what if",
+                                     "thinking about", "thinking of", "consider", "suggest"} & set(weak)):
+        return PROPOSED
+    if weak and strong and any(p in ("went with", "settled on", "is now", "changed", "switched", "locked", "final",
+                                     "bumped", "dropped", "lowered", "raised") for p in strong):
+        return APPLIED
+    if weak:
+        return PROPOSED
+    return APPLIED
+
+
+def _confirms(low: str, toks: list[str]) -> bool:
+    return len(toks) <= 10 and _has(low, _CONFIRM)
+
+
+def _mention(spec: ParamSpec, value: Value, unit: str, status: str) -> Mention:
+    return Mention(engine=spec.engine, parameter=spec.key, value=value, unit=unit, status=status, name=spec.name,
+                   domain=spec.domain)
+
+
+def _dedupe(mentions: list[Mention]) -> list[Mention]:
+    """One mention per (engine, parameter, status): the last one said wins ("8, no, make it 12")."""
+    seen: dict[tuple, int] = {}
+    out: list[Mention] = []
+    for m in mentions:
+        key = (m.engine, m.parameter, m.status, m.candidate)
+        if key in seen:
+            out[seen[key]] = m
+        else:
+            seen[key] = len(out)
+            out.append(m)
+    return out

@@ -1,0 +1,148 @@
+"""The settings ledger: for each (engine, parameter) the current value and its whole history.
+
+Rules (pure, replayable): an **applied** value supersedes the previous one; a **proposal** never
+changes the current value; a **rejection** of the current value (or of "it", no value) restores
+the applied value before it; a rejection of any other value changes nothing. The artist's own
+corrections (``set``/``unset``) are applied entries like any other, marked ``by="artist"``;
+``retract`` takes an entry out (its message was deleted or edited). History is ordered by time,
+then by arrival, so an imported day slots in where it happened.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from app.core.extraction import APPLIED, PROPOSED, REJECTED
+from app.core.parameters import ANY, Value, same_value
+
+UNSET = "unset"
+ENTRY_STATUSES = (APPLIED, PROPOSED, REJECTED, UNSET)
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str  # "<source event seq>.<n>", unique and stable across replays
+    engine: str
+    parameter: str
+    value: Value
+    unit: str
+    status: str
+    ts_ms: int
+    source_id: str = ""  # the message it came from ("" for the artist's manual edits)
+    domain: str = "general"
+    name: str = ""
+    by: str = "rules"  # rules | model | artist
+    candidate: bool = False
+    order: int = 0  # arrival (journal seq), the tie-break after ts_ms
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.engine, self.parameter)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["value"] = list(self.value) if isinstance(self.value, tuple) else self.value
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Entry":
+        value = d.get("value")
+        return cls(id=str(d["id"]), engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
+                   value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
+                   status=str(d["status"]), ts_ms=int(d["ts_ms"]), source_id=str(d.get("source_id") or ""),
+                   domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""),
+                   by=str(d.get("by") or "rules"), candidate=bool(d.get("candidate")), order=int(d.get("order") or 0))
+
+
+@dataclass(frozen=True)
+class Current:
+    """A parameter's current value, as the CLI, the prompt and recall mode show it."""
+
+    entry: Entry  # the applied entry in force
+    previous: Entry | None  # the applied entry before it (what a rejection would restore)
+    changed: int  # how many times an applied value replaced another
+
+    def to_json(self) -> dict:
+        e = self.entry
+        return {"engine": e.engine or None, "parameter": e.parameter, "name": e.name or e.parameter,
+                "value": list(e.value) if isinstance(e.value, tuple) else e.value, "unit": e.unit,
+                "status": e.status, "set_at": e.ts_ms, "source_id": e.source_id or None, "domain": e.domain,
+                "by": e.by, "candidate": e.candidate,
+                "previous": None if self.previous is None else {
+                    "value": list(self.previous.value) if isinstance(self.previous.value, tuple) else self.previous.value,
+                    "unit": self.previous.unit, "set_at": self.previous.ts_ms}}
+
+
+def fold(history: list[Entry]) -> Current | None:
+    """The current value after ``history`` (one parameter, any order)."""
+    stack: list[Entry] = []
+    changes = 0
+    for e in sorted(history, key=lambda e: (e.ts_ms, e.order, e.id)):
+        if e.status == APPLIED:
+            if stack and same_value(stack[-1].value, e.value):
+                stack[-1] = e  # said again: the latest source and time, not a change
+                continue
+            if stack:
+                changes += 1
+            stack.append(e)
+        elif e.status == REJECTED:
+            if stack and (e.value is None or same_value(stack[-1].value, e.value)):
+                stack.pop()
+                changes += 1
+        elif e.status == UNSET:
+            stack.clear()
+    if not stack:
+        return None
+    return Current(entry=stack[-1], previous=stack[-2] if len(stack) > 1 else None, changed=changes)
+
+
+class Ledger:
+    """One project's ledger in memory: entries by parameter, retractions applied."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, str], list[Entry]] = {}
+        self._ids: set[str] = set()
+        self._cache: dict[tuple[str, str], Current | None] = {}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, entry: Entry) -> bool:
+        if entry.id in self._ids:
+            return False  # a replay: already here
+        self._ids.add(entry.id)
+        self._by_key.setdefault(entry.key, []).append(entry)
+        self._cache.pop(entry.key, None)
+        return True
+
+    def retract(self, source_id: str = "", entry_id: str = "") -> list[Entry]:
+        """Take out the entries from one message (or one entry). Returns what was taken out."""
+        gone: list[Entry] = []
+        for key, entries in self._by_key.items():
+            keep = [e for e in entries if not ((source_id and e.source_id == source_id) or (entry_id and e.id == entry_id))]
+            if len(keep) != len(entries):
+                gone += [e for e in entries if e not in keep]
+                self._by_key[key] = keep
+                self._cache.pop(key, None)
+        return gone
+
+    def history(self, engine: str, parameter: str) -> list[Entry]:
+        return sorted(self._by_key.get((engine, parameter), ()), key=lambda e: (e.ts_ms, e.order, e.id))
+
+    def current(self, engine: str, parameter: str) -> Current | None:
+        key = (engine, parameter)
+        if key not in self._cache:
+            self._cache[key] = fold(self._by_key.get(key, []))
+        return self._cache[key]
+
+    def currents(self, engine: str | None = None, candidates: bool = False) -> list[Current]:
+        out = []
+        for eng, param in self._by_key:
+            if engine is not None and eng != engine:
+                continue
+            cur = self.current(eng, param)
+            if cur is not None and (candidates or not cur.entry.candidate):
+                out.append(cur)
+        return sorted(out, key=lambda c: (c.entry.engine, c.entry.domain, c.entry.parameter))
+
+    def keys(self) -> list[tuple[str, str]]:
+        return list(self._by_key)

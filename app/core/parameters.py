@@ -1,0 +1,303 @@
+"""Render parameters from the taxonomy: what each is called, what its values look like.
+
+``resources/taxonomy.toml`` (plus the artist's own) lists per engine the parameters artists talk
+about, with their canonical key, display name, value kind, units and synonyms. This module turns
+that data into a :class:`Catalogue` that finds parameter names in text (longest match over
+tokens) and parses values ("2k", "1,024", "0,5", "f/2.8", "5600K", "1920x1080", "on"). Pure.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from app.core.tagging import DOMAINS
+
+KINDS = ("number", "int", "bool", "enum", "range", "resolution", "text")
+ANY = ""  # the engine of engine-agnostic parameters (camera, lights, output)
+
+Value = float | int | bool | str | tuple | None
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    engine: str  # "octane", … or ANY
+    key: str  # "gi_clamp"
+    name: str  # "GI clamp"
+    domain: str
+    kind: str
+    unit: str = ""
+    units: tuple[str, ...] = ()  # other spellings of units an artist may type
+    synonyms: tuple[str, ...] = ()
+    values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # enum value → how it is said
+    min: float | None = None
+    max: float | None = None
+
+    @property
+    def ident(self) -> tuple[str, str]:
+        return (self.engine, self.key)
+
+
+def specs_from_dict(data: dict) -> list[ParamSpec]:
+    """``[params.<engine>.<key>]`` tables → specs. Malformed entries are skipped, never fatal:
+    the artist's own taxonomy file must not be able to stop Kelvin."""
+    out: list[ParamSpec] = []
+    for engine, table in (data.get("params") or {}).items():
+        if not isinstance(table, dict):
+            continue
+        for key, spec in table.items():
+            if not isinstance(spec, dict):
+                continue
+            kind = str(spec.get("kind", "number"))
+            domain = str(spec.get("domain", "general"))
+            values = spec.get("values") if isinstance(spec.get("values"), dict) else {}
+            try:
+                out.append(ParamSpec(
+                    engine=ANY if engine == "any" else str(engine).lower(), key=str(key).lower(),
+                    name=str(spec.get("name") or key.replace("_", " ")),
+                    domain=domain if domain in DOMAINS else "general",
+                    kind=kind if kind in KINDS else "number",
+                    unit=str(spec.get("unit", "")),
+                    units=tuple(str(u).lower() for u in spec.get("units", ()) if isinstance(u, str)),
+                    synonyms=tuple(str(s).lower() for s in spec.get("synonyms", ()) if isinstance(s, str)),
+                    values={str(v).lower(): tuple(str(s).lower() for s in (says if isinstance(says, list) else []))
+                            for v, says in values.items()},
+                    min=float(spec["min"]) if isinstance(spec.get("min"), (int, float)) else None,
+                    max=float(spec["max"]) if isinstance(spec.get("max"), (int, float)) else None,
+                ))
+            except (TypeError, ValueError, AttributeError):
+                continue
+    return out
+
+
+# ---- tokens -----------------------------------------------------------------------------------------
+# words (with inner ' - .), numbers (1,024  0.5  0,5  2k  1/125  f/2.8  1920x1080), and = : ° %
+_TOKEN = re.compile(
+    r"f/\d+(?:[.,]\d+)?"  # f/2.8
+    r"|\d+\s?[x×]\s?\d+(?![\d.])"  # 1920x1080
+    r"|1/\d+(?![\d.])"  # 1/125
+    r"|[-+]?\d+(?:[.,]\d+)*(?:%|°|[a-zA-Z]+)?"  # 10  0.5  1,024  2k  35mm  5600K  +0.5ev
+    r"|[a-z][a-z0-9]*(?:['’][a-z]+|[-_][a-z0-9]+)*"
+    r"|[=:?;°%]",
+    re.IGNORECASE,
+)
+
+
+def tokens(text: str) -> list[tuple[str, int]]:
+    """Lower-case tokens with their start offsets."""
+    return [(m.group(0).lower(), m.start()) for m in _TOKEN.finditer(text)]
+
+
+def word_tokens(phrase: str) -> tuple[str, ...]:
+    return tuple(t for t, _ in tokens(phrase))
+
+
+# ---- values -----------------------------------------------------------------------------------------
+_NUM = re.compile(r"^([-+]?)(\d+(?:[.,]\d+)*)(%|°|[a-z]+)?$")
+_RES = re.compile(r"^(\d+)\s?[x×]\s?(\d+)$")
+_TRUE = {"on", "true", "yes", "enabled", "enable", "checked", "active"}
+_FALSE = {"off", "false", "no", "disabled", "disable", "unchecked", "none"}
+MULTIPLIERS = {"k": 1000}
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+    unit: str  # as typed, lower case ("" if none)
+    is_int: bool
+
+
+def parse_number(tok: str) -> Number | None:
+    """"1,024" → 1024; "0,5" → 0.5; "2k" → 2000 (unit "k" kept for temperatures); "35mm" → 35 mm."""
+    if tok.startswith("f/"):
+        tok = tok[2:]
+    m = _NUM.match(tok)
+    if not m:
+        return None
+    sign, digits, unit = m.group(1), m.group(2), (m.group(3) or "").lower()
+    if "," in digits and "." not in digits:
+        groups = digits.split(",")
+        if len(groups) == 2 and len(groups[1]) != 3:
+            digits = digits.replace(",", ".")  # European decimal comma: 0,5
+        else:
+            digits = digits.replace(",", "")  # thousands: 1,024
+    else:
+        digits = digits.replace(",", "")
+    if digits.count(".") > 1:
+        return None  # a version number (2024.1.2), not a value
+    try:
+        value = float(sign + digits)
+    except ValueError:
+        return None
+    if math.isinf(value) or math.isnan(value):
+        return None
+    return Number(value=value, unit=unit, is_int="." not in digits)
+
+
+def number_for(spec: ParamSpec, num: Number) -> tuple[float | int, str] | None:
+    """The number as this parameter's value and unit, or None if it cannot be one (a unit that
+    does not belong, out of the plausible range, a fraction for a count)."""
+    value, unit = num.value, num.unit
+    accepted = {spec.unit.lower(), *spec.units} - {""}
+    if unit:
+        if unit in MULTIPLIERS and spec.kind == "int" and unit not in accepted:
+            value, unit = value * MULTIPLIERS[unit], ""
+        elif unit in accepted:
+            unit = spec.unit
+        elif unit == "x" and spec.kind in ("int", "number"):
+            unit = ""  # "4x" subdivisions
+        else:
+            return None
+    else:
+        unit = spec.unit
+    if spec.kind == "int":
+        if value != int(value):
+            return None
+        value = int(value)
+    elif value == int(value) and abs(value) < 1e15:
+        value = int(value) if num.is_int else value
+    if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
+        return None
+    return value, unit
+
+
+def bool_word(tok: str) -> bool | None:
+    if tok in _TRUE:
+        return True
+    if tok in _FALSE:
+        return False
+    return None
+
+
+def resolution(tok: str) -> str | None:
+    m = _RES.match(tok)
+    return f"{int(m.group(1))}x{int(m.group(2))}" if m else None
+
+
+def same_value(a: Value, b: Value) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+        return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(a)))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def format_value(value: Value, unit: str = "") -> str:
+    if isinstance(value, bool):
+        text = "on" if value else "off"
+    elif isinstance(value, float):
+        text = f"{value:g}"
+    elif isinstance(value, (list, tuple)):
+        text = "–".join(format_value(v) for v in value)
+    elif value is None:
+        text = "—"
+    else:
+        text = str(value).replace("_", " ")
+    if unit and not isinstance(value, bool) and value is not None:
+        text += unit if unit in ("%", "°", "mm", "px") else f" {unit}"
+    return text
+
+
+# ---- the catalogue --------------------------------------------------------------------------------
+class Catalogue:
+    """Every known parameter, found in text by its synonyms (longest match first)."""
+
+    def __init__(self, specs: list[ParamSpec], engine_names: dict[str, tuple[str, ...]] | None = None):
+        self.specs = {s.ident: s for s in specs}
+        self._phrases: dict[tuple[str, ...], list[ParamSpec]] = {}
+        self._longest = 1
+        for s in specs:
+            for phrase in {s.key.replace("_", " "), s.name.lower(), *s.synonyms}:
+                words = word_tokens(phrase)
+                if words:
+                    bucket = self._phrases.setdefault(words, [])
+                    if s not in bucket:
+                        bucket.append(s)
+                    self._longest = max(self._longest, len(words))
+        self.engines: dict[tuple[str, ...], str] = {}
+        for engine, names in (engine_names or {}).items():
+            for n in names:
+                words = word_tokens(n)
+                if words:
+                    self.engines[words] = engine
+                    self._longest = max(self._longest, len(words))
+        self.engine_list = sorted({s.engine for s in specs if s.engine} | set((engine_names or {}).keys()))
+
+    def find(self, toks: list[str]) -> list[tuple[int, int, object]]:
+        """(start, end, what) for each longest match left to right: ``what`` is a list of
+        ParamSpec candidates (the same words in several engines) or an engine name (str)."""
+        found = []
+        i, n = 0, len(toks)
+        while i < n:
+            for size in range(min(self._longest, n - i), 0, -1):
+                key = tuple(toks[i:i + size])
+                if key in self._phrases:
+                    found.append((i, i + size, self._phrases[key]))
+                    i += size
+                    break
+                if key in self.engines:
+                    found.append((i, i + size, self.engines[key]))
+                    i += size
+                    break
+            else:
+                i += 1
+        return found
+
+    def lookup(self, name: str, engine: str | None = None) -> list[ParamSpec]:
+        """Specs a name the artist typed refers to ("gi clamp", "gi_clamp", "GI Clamp")."""
+        words = word_tokens(name.replace("_", " "))
+        hits = list(self._phrases.get(words, ()))
+        if engine is not None:
+            hits = [s for s in hits if s.engine == engine.lower() or (engine.lower() in ("", "any") and s.engine == ANY)]
+        return hits
+
+    def enum_value(self, spec: ParamSpec, toks: list[str], start: int) -> tuple[str, int] | None:
+        """An enum value said at ``toks[start:]`` (longest synonym), with its length in tokens."""
+        best: tuple[str, int] | None = None
+        for value, says in spec.values.items():
+            for phrase in (value.replace("_", " "), *says):
+                words = word_tokens(phrase)
+                if words and tuple(toks[start:start + len(words)]) == words and (best is None or len(words) > best[1]):
+                    best = (value, len(words))
+        return best
+
+
+def parse_value(spec: ParamSpec, text: str) -> tuple[Value, str]:
+    """A value the artist typed for ``spec`` ("10", "on", "brute force", "1920x1080", "35mm", "8-16"),
+    as (value, unit). Raises ValueError with a plain message when it cannot be one."""
+    raw = " ".join(text.strip().lower().split())
+    if not raw:
+        raise ValueError("no value given")
+    if spec.kind == "bool":
+        b = bool_word(raw)
+        if b is None:
+            raise ValueError(f"{spec.name} is on or off (got {text!r})")
+        return b, ""
+    if spec.kind == "enum":
+        words = word_tokens(raw)
+        for value, says in spec.values.items():
+            if words in {word_tokens(p) for p in (value.replace("_", " "), *says)}:
+                return value, ""
+        raise ValueError(f"{spec.name} is one of: {', '.join(v.replace('_', ' ') for v in spec.values)} (got {text!r})")
+    if spec.kind == "resolution":
+        res = resolution(raw.replace(" ", ""))
+        if res is None:
+            raise ValueError(f"{spec.name} is written WIDTHxHEIGHT, e.g. 1920x1080 (got {text!r})")
+        return res, spec.unit
+    if spec.kind == "text":
+        return text.strip()[:100], spec.unit
+    parts = re.split(r"\s*(?:-|–|to)\s*(?=\d)", raw) if spec.kind == "range" or re.search(r"\d\s*[-–]\s*\d", raw) else [raw]
+    values = []
+    for part in parts:
+        num = parse_number(part.replace(" ", ""))
+        got = number_for(spec, num) if num else None
+        if got is None:
+            unit = f" in {spec.unit}" if spec.unit else ""
+            bounds = "" if spec.min is None and spec.max is None else f" between {spec.min:g} and {spec.max:g}" \
+                if spec.min is not None and spec.max is not None else ""
+            raise ValueError(f"{spec.name} takes a {'whole ' if spec.kind == 'int' else ''}number{unit}{bounds} "
+                             f"(got {text!r})")
+        values.append(got)
+    if len(values) == 2:
+        return (values[0][0], values[1][0]), values[0][1]
+    return values[0]

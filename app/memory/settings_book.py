@@ -1,0 +1,255 @@
+"""One project's settings ledger on disk: a projection of the journal, like the index and the Markdown.
+
+Messages are read in journal order through the rule extractor (with the conversation context it
+carries); the artist's own corrections are journal events of their own (``setting.set``,
+``setting.unset``, ``setting.retract``). What the ledger learned is appended to
+``settings.jsonl`` (one line per entry or retraction, ids stable across replays, so replaying
+after a crash duplicates nothing); ``settings.state.json`` says how far it has read;
+``settings.md`` shows the current values and their history to a person. Everything here can be
+rebuilt from the journal.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Callable, Iterable
+
+from app.core.extraction import Context, Extractor, Mention
+from app.core.ledger import UNSET, Current, Entry, Ledger
+from app.core.parameters import ANY, ParamSpec, format_value
+from app.core.records import Message
+
+log = logging.getLogger("kelvin.settings")
+
+OP_SETTING_SET = "setting.set"
+OP_SETTING_UNSET = "setting.unset"
+OP_SETTING_RETRACT = "setting.retract"
+OP_SETTING_ADD = "setting.add"  # a setting the model pass found in a message
+SETTING_OPS = (OP_SETTING_SET, OP_SETTING_UNSET, OP_SETTING_RETRACT, OP_SETTING_ADD)
+_MESSAGE_OPS = ("message.add", "message.edit", "message.delete")
+
+
+class SettingsBook:
+    def __init__(self, folder: Path, extractor: Extractor, project: str):
+        self.folder = folder
+        self.project_name = project
+        self.extractor = extractor
+        self._log_path = folder / "settings.jsonl"
+        self._state_path = folder / "settings.state.json"
+        self._md_path = folder / "settings.md"
+        self._lock = threading.RLock()
+        self.ledger = Ledger()
+        self.seq = 0
+        self._lines = 0  # lines in settings.jsonl (so a lost file is noticed)
+        self._contexts: dict[str, Context] = {}  # per conversation
+        self._engine = ""  # the project's engine of late (a new conversation starts from it)
+        self._load()
+
+    # ---- loading ------------------------------------------------------------------------------------
+    def _load(self) -> None:
+        try:
+            state = json.loads(self._state_path.read_text(encoding="utf-8"))
+            self.seq = int(state.get("seq", 0))
+            self._lines = int(state.get("lines", 0))
+            self._engine = str(state.get("engine", ""))
+            for cid, ctx in (state.get("contexts") or {}).items():
+                self._contexts[str(cid)] = self._context_from_json(ctx)
+        except FileNotFoundError:
+            pass
+        except (ValueError, TypeError, AttributeError, OSError):
+            log.warning("%s is unreadable; the settings ledger is rebuilt from the journal", self._state_path)
+            self._reset()
+            return
+        try:
+            with self._log_path.open(encoding="utf-8") as fh:
+                for n, line in enumerate(fh, 1):
+                    try:
+                        self._replay_line(json.loads(line))
+                    except (ValueError, KeyError, TypeError):
+                        if line.endswith("\n"):
+                            log.warning("%s line %d is damaged; skipped", self._log_path, n)
+        except FileNotFoundError:
+            if self._lines:  # the entries are gone but the state says there were some: read it all again
+                self._reset()
+
+    def _reset(self) -> None:
+        self.ledger, self.seq, self._contexts, self._engine, self._lines = Ledger(), 0, {}, "", 0
+        for p in (self._log_path, self._state_path):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+
+    def _replay_line(self, d: dict) -> None:
+        if d.get("op") == "retract":
+            self.ledger.retract(source_id=d.get("source_id", ""), entry_id=d.get("entry_id", ""))
+        else:
+            self.ledger.add(Entry.from_json(d["entry"]))
+
+    # ---- projecting ---------------------------------------------------------------------------------
+    def project(self, events: Iterable, lookup: Callable[[str], Message | None], to_message: Callable[[dict], Message],
+                persist: bool = True) -> int:
+        """Apply journal entries past ``seq``. Returns how many ledger lines were written."""
+        lines: list[dict] = []
+        last = self.seq
+        with self._lock:
+            for ev in events:
+                if ev.seq <= self.seq:
+                    continue
+                last = ev.seq
+                if ev.op == "message.add":
+                    lines += self._from_message(to_message(ev.data), ev.seq)
+                elif ev.op == "message.delete":
+                    lines += self._retract(ev.data["id"])
+                elif ev.op == "message.edit":
+                    lines += self._retract(ev.data["id"])
+                    msg = lookup(ev.data["id"])
+                    if msg is not None:
+                        lines += self._from_message(msg, ev.seq, edited_text=ev.data["text"])
+                elif ev.op in SETTING_OPS:
+                    lines += self._artist(ev.op, ev.data, ev.seq)
+            if last == self.seq:
+                return 0
+            self.seq = last
+            if persist:
+                self._persist(lines)
+        return len(lines)
+
+    def _from_message(self, m: Message, seq: int, edited_text: str | None = None) -> list[dict]:
+        ctx = self._contexts.get(m.conversation_id) or Context(engine=self._engine)
+        if m.status in ("recall", "failed"):  # quotes of other messages, and no-replies, state nothing new
+            return []
+        mentions, ctx = self.extractor.extract(edited_text if edited_text is not None else m.text, m.role, ctx)
+        self._contexts[m.conversation_id] = ctx
+        if len(self._contexts) > 64:  # old conversations: their context no longer matters
+            for cid in list(self._contexts)[:-32]:
+                self._contexts.pop(cid, None)
+        self._engine = ctx.engine or self._engine
+        out = []
+        for n, mention in enumerate(mentions):
+            entry = self._entry(mention, f"{seq}.{n}", m.ts_ms, m.id, seq, "rules")
+            if self.ledger.add(entry):
+                out.append({"op": "add", "entry": entry.to_json()})
+        return out
+
+    @staticmethod
+    def _entry(m: Mention, eid: str, ts_ms: int, source_id: str, seq: int, by: str) -> Entry:
+        return Entry(id=eid, engine=m.engine, parameter=m.parameter, value=m.value, unit=m.unit, status=m.status,
+                     ts_ms=ts_ms, source_id=source_id, domain=m.domain, name=m.name, by=by,
+                     candidate=m.candidate, order=seq)
+
+    def _retract(self, source_id: str) -> list[dict]:
+        return [{"op": "retract", "source_id": source_id}] if self.ledger.retract(source_id=source_id) else []
+
+    def _artist(self, op: str, d: dict, seq: int) -> list[dict]:
+        if op == OP_SETTING_ADD:
+            value = d.get("value")
+            m = Mention(engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
+                        value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
+                        status=str(d["status"]), name=str(d.get("name") or ""), domain=str(d.get("domain") or "general"))
+            entry = self._entry(m, f"{seq}.0", int(d["ts_ms"]), str(d.get("source_id") or ""), seq, "model")
+            return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
+        if op == OP_SETTING_RETRACT:
+            gone = self.ledger.retract(entry_id=str(d.get("entry_id", "")))
+            return [{"op": "retract", "entry_id": d.get("entry_id", "")}] if gone else []
+        value = d.get("value")
+        entry = Entry(id=f"{seq}.0", engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
+                      value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
+                      status="applied" if op == OP_SETTING_SET else UNSET, ts_ms=int(d["ts_ms"]),
+                      domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""), by="artist",
+                      order=seq, source_id=str(d.get("note") or ""))
+        return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
+
+    def _persist(self, lines: list[dict]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if lines:
+            with self._log_path.open("a", encoding="utf-8") as fh:
+                fh.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+            self._lines += len(lines)
+        state = {"seq": self.seq, "lines": self._lines, "engine": self._engine,
+                 "contexts": {cid: self._context_json(c) for cid, c in list(self._contexts.items())[-32:]}}
+        fd, tmp = tempfile.mkstemp(prefix=".settings.", dir=self.folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(state, fh)
+        os.replace(tmp, self._state_path)
+        if lines:
+            self._write_markdown()
+
+    # ---- contexts (persisted, so "ok, using 4" after a restart still means something) ------------
+    @staticmethod
+    def _context_json(c: Context) -> dict:
+        return {"engine": c.engine, "last": [[s.engine, s.key] for s in c.last],
+                "proposals": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.proposals],
+                "applied": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.applied]}
+
+    def _context_from_json(self, d: dict) -> Context:
+        specs = self.extractor.cat.specs
+
+        def mention(j: dict) -> Mention:
+            value = j.get("value")
+            return Mention(engine=j.get("engine") or ANY, parameter=j["parameter"],
+                           value=tuple(value) if isinstance(value, list) else value, unit=j.get("unit", ""),
+                           status=j["status"], name=j.get("name", ""), domain=j.get("domain", "general"))
+
+        last: list[ParamSpec] = [specs[(e, k)] for e, k in d.get("last", []) if (e, k) in specs]
+        return Context(engine=str(d.get("engine", "")), last=tuple(last),
+                       proposals=tuple(mention(j) for j in d.get("proposals", [])),
+                       applied=tuple(mention(j) for j in d.get("applied", [])))
+
+    # ---- reading ------------------------------------------------------------------------------------
+    @property
+    def engine(self) -> str:
+        """The engine the project has been talking about lately ("" if none yet)."""
+        return self._engine
+
+    def currents(self, engine: str | None = None, candidates: bool = False) -> list[Current]:
+        with self._lock:
+            return self.ledger.currents(engine, candidates)
+
+    def history(self, engine: str, parameter: str) -> list[Entry]:
+        with self._lock:
+            return self.ledger.history(engine, parameter)
+
+    def keys(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return self.ledger.keys()
+
+    def mentions_of(self, source_id: str) -> list[Entry]:
+        with self._lock:
+            return [e for key in self.ledger.keys() for e in self.ledger.history(*key) if e.source_id == source_id]
+
+    # ---- the readable file --------------------------------------------------------------------------
+    def _write_markdown(self) -> None:
+        from app.core.context import when
+
+        lines = [f"# Settings — {self.project_name}", "",
+                 "Current values, as the settings ledger has them (written by Kelvin; edit with "
+                 "`kelvin settings set|unset`, not here).", ""]
+        currents = self.ledger.currents()
+        if not currents:
+            lines.append("_No settings yet._")
+        for engine in sorted({c.entry.engine for c in currents}):
+            lines += [f"## {engine.capitalize() if engine else 'Camera, lights, output'}", "",
+                      "| setting | value | since | before |", "|---|---|---|---|"]
+            for c in (c for c in currents if c.entry.engine == engine):
+                e, p = c.entry, c.previous
+                before = f"{format_value(p.value, p.unit)} ({when(p.ts_ms)})" if p else ""
+                lines.append(f"| {e.name or e.parameter} | {format_value(e.value, e.unit)} | {when(e.ts_ms)}"
+                             f"{' (by hand)' if e.by == 'artist' else ''} | {before} |")
+            lines.append("")
+        body = "\n".join(lines) + "\n"
+        fd, tmp = tempfile.mkstemp(prefix=".settings-md.", dir=self.folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(body)
+        os.replace(tmp, self._md_path)
+
+    def rebuild(self, events: Iterable, lookup, to_message) -> None:
+        with self._lock:
+            self._reset()
+            self.project(events, lookup, to_message)
+            if not self._md_path.exists():
+                self._write_markdown()

@@ -1,0 +1,190 @@
+"""Settings intelligence (issue 4): how well the rules extract settings and how fast they tag.
+
+On the labelled set ``bench/data/settings_labelled.jsonl`` (sessions of artist and assistant
+messages, each message with the settings it states and their status, each session with the
+expected current values at its end), run the real extractor in order, with the conversation
+context it carries, exactly as the settings ledger does, and report:
+
+* **mentions**: precision / recall / F1 of (engine, parameter, value, status), overall, for
+  applied settings only (the targets: precision ≥ 0.95, recall ≥ 0.85), per status, per engine;
+* **ledger**: precision / recall of the final current values of each session, after the
+  extracted mentions went through the real ledger rules;
+* **speed**: time to tag one message (the rule tagger + the settings extraction), p50/p95, against
+  the tagger alone in the same run (a ratio), and on a 20k-character paste;
+* **errors**: every missed and every spurious mention, for reading.
+
+    python bench/settings_extraction.py > bench/results/settings_extraction.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import common as c  # noqa: E402
+
+from app.core.extraction import Context  # noqa: E402
+from app.core.ledger import Entry, Ledger  # noqa: E402
+from app.core.parameters import same_value  # noqa: E402
+from app.services.memory import load_extractor, load_tagger, load_taxonomy  # noqa: E402
+
+DATA = ROOT / "bench" / "data" / "settings_labelled.jsonl"
+
+
+def norm_value(v):
+    if isinstance(v, list):
+        return tuple(v)
+    if isinstance(v, str):
+        return v.strip().lower().replace(" ", "_") if not any(ch.isdigit() for ch in v) else v.strip().lower()
+    return v
+
+
+def key(m: dict, with_status: bool = True) -> tuple:
+    return (m.get("engine") or "", m["parameter"], norm_value(m.get("value")),
+            m["status"] if with_status else "")
+
+
+def matches(a: tuple, b: tuple) -> bool:
+    return a[0] == b[0] and a[1] == b[1] and a[3] == b[3] and (
+        (a[2] is None and b[2] is None) or (a[2] is not None and b[2] is not None and same_value(a[2], b[2])))
+
+
+def score(pairs: list[tuple[list[tuple], list[tuple]]]) -> dict:
+    tp = fp = fn = 0
+    for got, want in pairs:
+        left = list(want)
+        for g in got:
+            hit = next((w for w in left if matches(g, w)), None)
+            if hit is not None:
+                left.remove(hit)
+                tp += 1
+            else:
+                fp += 1
+        fn += len(left)
+    p = tp / (tp + fp) if tp + fp else 1.0
+    r = tp / (tp + fn) if tp + fn else 1.0
+    return {"tp": tp, "fp": fp, "fn": fn, "precision": round(p, 4), "recall": round(r, 4),
+            "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0}
+
+
+def load(path: Path) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    sessions: dict[str, list[dict]] = {}
+    finals: dict[str, list[dict]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if "final" in row:
+            finals[row["session"]] = row["final"]
+        else:
+            sessions.setdefault(row["session"], []).append(row)
+    return sessions, finals
+
+
+def run(extractor, sessions, finals):
+    pairs, per_status, per_engine, errors = [], {}, {}, []
+    ledger_pairs = []
+    candidates = 0
+    for sid, rows in sessions.items():
+        ctx = Context()
+        ledger = Ledger()
+        for i, row in enumerate(rows):
+            got, ctx = extractor.extract(row["text"], row["role"], ctx)
+            candidates += sum(m.candidate for m in got)
+            got_keys = [key(m.to_json()) for m in got if not m.candidate]
+            want_keys = [key(m) for m in row.get("expected", [])]
+            pairs.append((got_keys, want_keys))
+            for st in ("applied", "proposed", "rejected"):
+                per_status.setdefault(st, []).append(([k for k in got_keys if k[3] == st], [k for k in want_keys if k[3] == st]))
+            for eng in {k[0] for k in got_keys + want_keys}:
+                per_engine.setdefault(eng or "any", []).append(([k for k in got_keys if k[0] == eng],
+                                                                 [k for k in want_keys if k[0] == eng]))
+            missed = [w for w in want_keys if not any(matches(g, w) for g in got_keys)]
+            spurious = [g for g in got_keys if not any(matches(g, w) for w in want_keys)]
+            if missed or spurious:
+                errors.append({"session": sid, "role": row["role"], "text": row["text"],
+                               "missed": [list(m) for m in missed], "spurious": [list(s) for s in spurious]})
+            for n, m in enumerate(got):
+                ledger.add(Entry(id=f"{i}.{n}", engine=m.engine, parameter=m.parameter, value=m.value, unit=m.unit,
+                                 status=m.status, ts_ms=i, order=i, candidate=m.candidate))
+        have = [(cur.entry.engine, cur.entry.parameter, norm_value(cur.entry.value), "")
+                for cur in ledger.currents()]
+        want = [key({**f, "status": ""}) for f in finals.get(sid, [])]
+        ledger_pairs.append((have, want))
+        if any(not any(matches(h, w) for h in have) for w in want) or any(not any(matches(h, w) for w in want) for h in have):
+            errors.append({"session": sid, "ledger_final": {"have": [list(h) for h in have], "want": [list(w) for w in want]}})
+    return {
+        "mentions_all": score(pairs),
+        "mentions_by_status": {st: score(p) for st, p in per_status.items()},
+        "mentions_by_engine": {e: score(p) for e, p in sorted(per_engine.items())},
+        "ledger_final_values": score(ledger_pairs),
+        "candidates_kept": candidates,
+    }, errors
+
+
+def timing(extractor, tagger, texts: list[str], reps: int) -> dict:
+    def per_message(fn) -> list[float]:
+        out = []
+        for _ in range(reps):
+            for t in texts:
+                t0 = time.perf_counter()
+                fn(t)
+                out.append((time.perf_counter() - t0) * 1000)
+        return out
+
+    per_message(tagger.tag)  # warm-up
+    tag_only = per_message(tagger.tag)
+    both = per_message(lambda t: (tagger.tag(t), extractor.extract(t, "user", Context())))
+    paste = "\n".join(texts) * (1 + 20_000 // max(1, len("\n".join(texts))))
+    paste = paste[:20_000]
+    t_paste = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        tagger.tag(paste)
+        extractor.extract(paste, "user", Context())
+        t_paste.append((time.perf_counter() - t0) * 1000)
+
+    def stats(xs):
+        xs = sorted(xs)
+        return {"n": len(xs), "p50": round(statistics.median(xs), 4), "p95": round(xs[int(0.95 * (len(xs) - 1))], 4),
+                "max": round(xs[-1], 4)}
+
+    return {"tagger_only_ms": stats(tag_only), "tag_and_extract_ms": stats(both),
+            "ratio_p50": round(statistics.median(both) / statistics.median(tag_only), 2),
+            "paste_20k_chars_ms": stats(t_paste)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--reps", type=int, default=20, help="timing passes over every message")
+    args = ap.parse_args()
+    taxonomy = load_taxonomy()
+    extractor, tagger = load_extractor(taxonomy), load_tagger(taxonomy)
+    sessions, finals = load(args.data)
+    rows = [r for rs in sessions.values() for r in rs]
+    quality, errors = run(extractor, sessions, finals)
+    doc = {
+        "benchmark": "settings_extraction",
+        "machine": c.machine_info(),
+        "data": {"file": str(args.data.relative_to(ROOT)), "messages": len(rows), "sessions": len(sessions),
+                 "messages_with_settings": sum(bool(r.get("expected")) for r in rows),
+                 "labelled_mentions": dict(Counter(m["status"] for r in rows for m in r.get("expected", []))),
+                 "parameters_in_taxonomy": len(extractor.cat.specs)},
+        "quality": quality,
+        "targets": {"applied_precision": 0.95, "applied_recall": 0.85, "tag_ms": 2.0},
+        "speed": timing(extractor, tagger, [r["text"] for r in rows], args.reps),
+        "errors": errors,
+    }
+    print(json.dumps(doc, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""Settings intelligence: parameters and values, rule extraction with context, the ledger's rules."""
+from __future__ import annotations
+
+import pytest
+
+from app.core.extraction import APPLIED, PROPOSED, REJECTED, Context, Extractor
+from app.core.ledger import UNSET, Entry, Ledger, fold
+from app.core.parameters import Catalogue, parse_number, parse_value, specs_from_dict
+
+TAXONOMY = {
+    "params": {
+        "octane": {
+            "gi_clamp": {"name": "GI clamp", "domain": "optimization", "kind": "number",
+                         "synonyms": ["gi clamp", "gi clamping", "clamp"]},
+            "max_samples": {"name": "Max samples", "domain": "optimization", "kind": "int", "min": 1,
+                            "synonyms": ["max samples", "samples", "spp"]},
+            "diffuse_depth": {"name": "Diffuse depth", "domain": "optimization", "kind": "int",
+                              "synonyms": ["diffuse depth"]},
+            "kernel": {"name": "Kernel", "domain": "optimization", "kind": "enum", "synonyms": ["kernel"],
+                       "values": {"path_tracing": ["path tracing", "pt"], "direct_lighting": ["direct lighting", "dl"]}},
+            "adaptive_sampling": {"name": "Adaptive sampling", "domain": "optimization", "kind": "bool",
+                                  "synonyms": ["adaptive sampling"]},
+        },
+        "redshift": {
+            "unified_samples_max": {"name": "Unified samples max", "domain": "optimization", "kind": "int",
+                                    "synonyms": ["samples max", "max samples", "samples"]},
+            "gi_bounces": {"name": "GI bounces", "domain": "optimization", "kind": "int",
+                           "synonyms": ["gi bounces", "num gi bounces", "bounces"]},
+        },
+        "any": {
+            "focal_length": {"name": "Focal length", "domain": "camera", "kind": "number", "unit": "mm",
+                             "units": ["mm"], "synonyms": ["focal length", "lens"]},
+            "f_stop": {"name": "F-stop", "domain": "camera", "kind": "number", "synonyms": ["f-stop", "fstop", "f stop"]},
+            "white_balance": {"name": "White balance", "domain": "camera", "kind": "number", "unit": "K",
+                              "units": ["k", "kelvin"], "synonyms": ["white balance", "wb"]},
+            "resolution": {"name": "Resolution", "domain": "general", "kind": "resolution", "unit": "px",
+                           "synonyms": ["resolution", "res"]},
+        },
+    },
+}
+ENGINES = {"octane": ("octane",), "redshift": ("redshift", "rs")}
+
+
+@pytest.fixture(scope="module")
+def ex():
+    return Extractor(Catalogue(specs_from_dict(TAXONOMY), ENGINES))
+
+
+def said(ex, *lines):
+    """Run messages through the extractor in order; (role, text) or text (the artist)."""
+    ctx, out = Context(), []
+    for line in lines:
+        role, text = line if isinstance(line, tuple) else ("user", line)
+        got, ctx = ex.extract(text, role, ctx)
+        out.append([(m.engine, m.parameter, m.value, m.unit, m.status) for m in got])
+    return out
+
+
+def test_numbers_are_read_the_way_artists_write_them():
+    assert parse_number("1,024").value == 1024 and parse_number("0,5").value == 0.5
+    assert parse_number("2k").unit == "k" and parse_number("35mm").unit == "mm"
+    assert parse_number("2024.1.2") is None  # a version, not a value
+    specs = {s.key: s for s in specs_from_dict(TAXONOMY)}
+    assert parse_value(specs["max_samples"], "2k") == (2000, "")
+    assert parse_value(specs["kernel"], "Path Tracing") == ("path_tracing", "")
+    assert parse_value(specs["adaptive_sampling"], "off") == (False, "")
+    with pytest.raises(ValueError, match="whole number"):
+        parse_value(specs["max_samples"], "10.5")
+
+
+def test_applied_proposed_and_rejected(ex):
+    assert said(ex, "Set GI clamp to 10 in Octane") == [[("octane", "gi_clamp", 10, "", APPLIED)]]
+    assert said(ex, "octane: we went with 1024 samples") == [[("octane", "max_samples", 1024, "", APPLIED)]]
+    assert said(ex, ("assistant", "In Octane you could lower the GI clamp to 5.")) == [
+        [("octane", "gi_clamp", 5, "", PROPOSED)]]
+    assert said(ex, "Octane again. maybe try a GI clamp of 8?") == [[("octane", "gi_clamp", 8, "", PROPOSED)]]
+
+
+def test_context_gives_bare_values_their_parameter(ex):
+    got = said(ex, "Octane today, GI clamp 25", ("assistant", "Try a diffuse depth of 4 to save time."),
+               "ok, using 4", "that didn't help, back to 25")
+    assert got[1] == [("octane", "diffuse_depth", 4, "", PROPOSED)]
+    assert got[2] == [("octane", "diffuse_depth", 4, "", APPLIED)]
+    assert ("octane", "diffuse_depth", None, "", REJECTED) in got[3]
+
+
+def test_units_enums_booleans_and_engines(ex):
+    got = said(ex, "Redshift: num gi bounces 3, samples max 512", "a 35mm lens at f/2.8, wb 5600K, 1920x1080",
+               "octane: switch the kernel to path tracing and turn off adaptive sampling")
+    assert got[0] == [("redshift", "gi_bounces", 3, "", APPLIED), ("redshift", "unified_samples_max", 512, "", APPLIED)]
+    assert sorted(got[1]) == sorted([("", "focal_length", 35, "mm", APPLIED), ("", "f_stop", 2.8, "", APPLIED),
+                                     ("", "white_balance", 5600, "K", APPLIED), ("", "resolution", "1920x1080", "px", APPLIED)])
+    assert got[2] == [("octane", "kernel", "path_tracing", "", APPLIED), ("octane", "adaptive_sampling", False, "", APPLIED)]
+
+
+def test_numbers_that_are_not_settings_are_left_alone(ex):
+    assert said(ex, "Octane frame 120 took 14 minutes on the 4090 with 24 GB", "shot 010 v2 is out",
+                "the clamp looks fine on frame 40") == [[], [], []]
+
+
+def test_a_typo_still_finds_the_parameter_and_unknown_ones_are_candidates(ex):
+    assert said(ex, "octane gi calmp 12") == [[("octane", "gi_clamp", 12, "", APPLIED)]]
+    got = ex.extract("In Octane set the caustic blur amount to 0.3", "user", Context())[0]
+    assert [(m.parameter, m.value, m.candidate) for m in got] == [("caustic_blur_amount", 0.3, True)]
+
+
+def entry(i, value, status, t, by="rules"):
+    return Entry(id=f"{i}.0", engine="octane", parameter="gi_clamp", value=value, unit="", status=status,
+                 ts_ms=t, source_id=f"m_{i}", by=by, order=i)
+
+
+def test_the_ledger_keeps_history_and_one_current_value():
+    h = [entry(1, 25, APPLIED, 100), entry(2, 8, PROPOSED, 200), entry(3, 10, APPLIED, 300),
+         entry(4, 12, APPLIED, 400), entry(5, None, REJECTED, 500)]
+    cur = fold(h)
+    assert cur.entry.value == 10 and cur.previous.value == 25  # the rejection restored 10
+    assert fold(h + [entry(6, 8, REJECTED, 600)]).entry.value == 10  # rejecting a mere proposal changes nothing
+    assert fold(h + [entry(7, None, REJECTED, 700), entry(8, None, REJECTED, 800)]) is None
+    assert fold(h + [entry(9, 30, APPLIED, 900, by="artist")]).entry.by == "artist"
+    assert fold(h + [entry(10, None, UNSET, 1000)]) is None
+    assert fold(list(reversed(h))).entry.value == 10  # order of arrival does not matter, time does
+    led = Ledger()
+    for e in h:
+        led.add(e)
+    assert not led.add(h[0])  # a replay adds nothing
+    led.retract(source_id="m_4")  # the message that applied 12 was deleted
+    assert led.current("octane", "gi_clamp").entry.value == 25  # 10 was rejected, 25 restored
+
+
+# ---- the ledger in a project: live, imported, restarted, corrected ---------------------------------
+SESSION = [
+    ("user", "Forest shot in Octane today. GI clamp is at 25 from yesterday."),
+    ("assistant", "The fireflies come from the sun on the wet leaves; you could lower the GI clamp to 8."),
+    ("user", "ok, using 8"),
+    ("user", "too flat now, set the gi clamp to 12"),
+    ("user", "actually make it 15"),
+    ("user", "that made it worse, back to 12"),
+]
+
+
+def commit_session(svc, project="forest", t0=1_763_800_000_000):
+    for i, (role, text) in enumerate(SESSION):
+        svc.commit(text, role=role, project=project, conversation_id="day1", ts_ms=t0 + i * 60_000)
+    svc.flush()
+
+
+def test_a_session_ends_with_the_right_value_and_the_whole_history(make_service):
+    from app.services.settings_ledger import SettingsLedger
+
+    svc = make_service()
+    commit_session(svc)
+    ledger = SettingsLedger(svc)
+    [cur] = [c for c in ledger.current("forest") if c.entry.parameter == "gi_clamp"]
+    assert (cur.entry.engine, cur.entry.value, cur.previous.value) == ("octane", 12, 8)
+    [(key, history)] = ledger.history("gi clamp", "octane", "forest")
+    assert [(e.status, e.value) for e in history] == [
+        (APPLIED, 25), (PROPOSED, 8), (APPLIED, 8), (APPLIED, 12), (APPLIED, 15), (REJECTED, None), (APPLIED, 12)]
+    assert "Octane GI clamp = 12" in ledger.relevant("forest", "what GI clamp are we using?")[0]
+    md = (svc.store("forest").folder / "settings.md").read_text(encoding="utf-8")
+    assert "| GI clamp | 12 |" in md
+
+
+def test_the_ledger_survives_a_restart_and_is_rebuilt_from_the_journal(make_service):
+    from app.services.settings_ledger import SettingsLedger
+
+    svc = make_service()
+    commit_session(svc)
+    folder = svc.store("forest").folder
+    svc.close()
+    again = make_service()
+    assert [c.entry.value for c in SettingsLedger(again).current("forest")] == [12]
+    again.close()
+    (folder / "settings.jsonl").unlink()  # lost: the journal has everything
+    (folder / "settings.state.json").write_text("{garbage", encoding="utf-8")
+    third = make_service()
+    ledger = SettingsLedger(third)
+    assert [c.entry.value for c in ledger.current("forest")] == [12]
+    assert len(ledger.history("gi clamp", "octane", "forest")[0][1]) == 7
+
+
+def test_an_imported_history_builds_the_same_ledger_as_a_live_one(make_service, tmp_path):
+    from app.services.importer import ImportItem
+    from app.core.records import Message
+    from app.services.settings_ledger import SettingsLedger
+
+    live = make_service()
+    commit_session(live, project="live")
+    items = [ImportItem(message=Message(id=f"m_{i}", project="imported", conversation_id="day1", role=role, speaker="",
+                                        text=text, ts_ms=1_763_800_000_000 + i * 60_000), project="imported")
+             for i, (role, text) in reversed(list(enumerate(SESSION)))]  # out of order in the file
+    live.import_items(items)
+    ledger = SettingsLedger(live)
+
+    def state(project):
+        return [(c.entry.engine, c.entry.parameter, c.entry.value, c.previous and c.previous.value)
+                for c in ledger.current(project)]
+
+    assert state("imported") == state("live") == [("octane", "gi_clamp", 12, 8)]
+
+
+def test_the_artist_corrects_the_ledger_by_hand_and_deleting_a_message_takes_its_settings(make_service):
+    from app.core.records import RecordError
+    from app.services.settings_ledger import SettingsLedger
+
+    svc = make_service()
+    commit_session(svc)
+    ledger = SettingsLedger(svc)
+    entry = ledger.set("gi clamp", "10", "octane", "forest", note="client review")
+    assert (entry.value, entry.by) == (10, "artist")
+    assert ledger.current_of(("octane", "gi_clamp"), "forest").previous.value == 12
+    with pytest.raises(RecordError, match="whole number"):
+        ledger.set("max samples", "lots", "octane", "forest")
+    with pytest.raises(RecordError, match="several engines"):
+        ledger.set("max samples", "512", None, "forest")
+    ledger.unset("gi clamp", "octane", "forest")
+    assert ledger.current("forest") == []
+    history = ledger.history("gi clamp", "octane", "forest")[0][1]
+    assert [e.status for e in history][-2:] == [APPLIED, UNSET] and history[-1].by == "artist"
+    # the journal keeps the corrections: they come back after a rebuild
+    svc.reindex("forest")
+    assert [e.status for e in SettingsLedger(svc).history("gi clamp", "octane", "forest")[0][1]][-1] == UNSET
+    msg = svc.list("forest", limit=10)[-1]  # "that made it worse, back to 12" — deleted
+    svc.delete(msg.id, "forest")
+    assert all(e.source_id != msg.id for e in SettingsLedger(svc).history("gi clamp", "octane", "forest")[0][1])
+
+
+def test_the_artist_can_teach_kelvin_a_parameter_without_editing_code(make_service, tmp_path):
+    import os
+
+    from app.services.settings_ledger import SettingsLedger
+
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "taxonomy.toml").write_text(
+        '[params.octane.caustic_multiplier]\nname = "Caustic multiplier"\nkind = "number"\ndomain = "lighting"\n'
+        'synonyms = ["caustic multiplier", "caustics mult"]\n', encoding="utf-8")
+    assert os.environ["KELVIN_CONFIG_DIR"] == str(config)
+    svc = make_service()
+    svc.commit("In Octane set the caustics mult to 3", project="glass")
+    svc.flush()
+    [cur] = SettingsLedger(svc).current("glass")
+    assert (cur.entry.parameter, cur.entry.value, cur.entry.name) == ("caustic_multiplier", 3, "Caustic multiplier")
