@@ -35,7 +35,7 @@ from app.core.ledger import Entry, Ledger  # noqa: E402
 from app.core.parameters import same_value  # noqa: E402
 from app.services.memory import load_extractor, load_tagger, load_taxonomy  # noqa: E402
 
-DATA = ROOT / "bench" / "data" / "settings_labelled.jsonl"
+DATA = ROOT / "bench" / "data"  # every settings_labelled*.jsonl in it
 
 
 def norm_value(v):
@@ -77,10 +77,16 @@ def score(pairs: list[tuple[list[tuple], list[tuple]]]) -> dict:
 def load(path: Path) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
     sessions: dict[str, list[dict]] = {}
     finals: dict[str, list[dict]] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    files = sorted(path.glob("settings_labelled*.jsonl")) if path.is_dir() else [path]
+    lines = [(f.name, line) for f in files for line in f.read_text(encoding="utf-8").splitlines()]
+    for name, line in lines:
         if not line.strip():
             continue
-        row = json.loads(line)
+        try:
+            row = json.loads(line)
+        except ValueError:
+            print(f"{name}: a line is not JSON, skipped: {line[:80]!r}", file=sys.stderr)
+            continue
         if "final" in row:
             finals[row["session"]] = row["final"]
         else:
@@ -174,7 +180,8 @@ def main() -> None:
     doc = {
         "benchmark": "settings_extraction",
         "machine": c.machine_info(),
-        "data": {"file": str(args.data.relative_to(ROOT)), "messages": len(rows), "sessions": len(sessions),
+        "data": {"files": sorted(p.name for p in (args.data.glob("settings_labelled*.jsonl") if args.data.is_dir()
+                                                   else [args.data])), "messages": len(rows), "sessions": len(sessions),
                  "messages_with_settings": sum(bool(r.get("expected")) for r in rows),
                  "labelled_mentions": dict(Counter(m["status"] for r in rows for m in r.get("expected", []))),
                  "parameters_in_taxonomy": len(extractor.cat.specs)},

@@ -496,8 +496,14 @@ def test_the_ledger_puts_current_settings_in_the_prompt_and_answers_recall_quest
     assert answer.status == "recall" and "Octane GI clamp = 12" in answer.text and "before: 8" in answer.text
 
 
-def test_the_optional_model_pass_adds_what_the_rules_missed_and_nothing_it_invents(server, converse):
-    conv = converse(server.host, project="forest", extract_model="llama3.2:3b")
+def test_the_optional_model_pass_adds_what_the_rules_missed_and_nothing_it_invents(converse):
+    from tests.support.ollama_server import DEFAULT_MODELS
+
+    with OllamaTestServer(models={**DEFAULT_MODELS, "llama3.2:3b": ModelSpec()}) as server:
+        _model_pass(server, converse(server.host, project="forest", extract_model="llama3.2:3b"))
+
+
+def _model_pass(server, conv):
     server.queue_reply("Noted.")  # the answer
     server.queue_reply(json.dumps({"settings": [  # the model pass over the question
         {"engine": "octane", "parameter": "gi_clamp", "value": 9, "status": "applied"},  # found

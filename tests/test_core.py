@@ -156,3 +156,15 @@ def test_the_verbatim_bonus_needs_whole_words():
     fused = fuse([[ten, decimal, one]], query="GI clamp 1")
     assert fused[0].message_id == "one"
     assert {f.message_id: round(f.score, 6) for f in fused}["ten"] == round(1 / 61, 6)
+
+
+@pytest.mark.parametrize("text, host, priority", [
+    ("In C4D with Redshift, always keep GI bounces at 3", "cinema4d", 2),
+    ("Final call for the forest: octane GI clamp 10", None, 2),
+    ("the rim light is too strong in the Houdini scene", "houdini", 1),
+    ("Blender crashed again lol", "blender", 0),
+    ("thanks, that's all for today", None, 0),
+])
+def test_host_app_and_priority_tags(tagger, text, host, priority):
+    tags = tagger.tag(text)
+    assert (tags.host_app, tags.priority) == (host, priority)

@@ -76,8 +76,9 @@ class ImportReport:
 
 
 def load_taxonomy() -> dict:
-    """The bundled taxonomy, extended by ``taxonomy.toml`` in the config folder if the artist has one."""
-    data = tomllib.loads(resources.read_text("taxonomy.toml"))
+    """The bundled taxonomy and render parameters, extended by ``taxonomy.toml`` in the config folder
+    if the artist has one."""
+    data = merge(tomllib.loads(resources.read_text("taxonomy.toml")), tomllib.loads(resources.read_text("parameters.toml")))
     extra = config_dir() / "taxonomy.toml"
     if extra.is_file():
         try:
