@@ -22,7 +22,7 @@ STATUSES = (APPLIED, PROPOSED, REJECTED)
 MAX_TEXT = 20_000  # settings come from the head of a huge paste
 
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
-_JOIN = {"to", "at", "=", ":", "is", "of", "now", "was", "on", "around", "about", "approx", "approximately",
+_JOIN = {"somewhere", "between", "anywhere", "range", "in", "to", "at", "=", ":", "is", "of", "now", "was", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
          "down", "up", "into", "are", "were", "s", "'s", "under", "over"}
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
@@ -194,6 +194,7 @@ class Extractor:
             elif status == REJECTED and not _cue_after(toks, at, _REJECT_VALUE_CUES):
                 st = APPLIED if not _has(low, _PROPOSAL) else PROPOSED
             out.append(_mention(spec, value, unit, st))
+            out += self._sibling(spec, toks, used, st)
         out += self._self_describing(toks, used, status)
         if role != "assistant":
             here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
@@ -230,7 +231,7 @@ class Extractor:
                 if toks[i] not in _JOIN:
                     break
             for i in range(max(0, start - 4), start):  # "brute force for primary gi", "the pt kernel"
-                hit = self.cat.enum_value(spec, toks, i)
+                hit = self.cat.enum_value(spec, toks[:start], i)
                 if hit and i + hit[1] <= start and all(t in _JOIN or t in ("for", "as") for t in toks[i + hit[1]:start]):
                     used.update(range(i, i + hit[1]))
                     return hit[0], "", False
@@ -352,13 +353,34 @@ class Extractor:
                 return True, "", False
         return None
 
+    def _sibling(self, spec: ParamSpec, toks: list[str], used: set[int], status: str) -> list[Mention]:
+        """"unified sampling min 16, max 512": the bare "max" is the sibling of the min just named."""
+        out = []
+        for word, other in (("max", "min"), ("min", "max")):
+            if other not in spec.key.split("_"):
+                continue
+            sib = self.cat.specs.get((spec.engine, "_".join(word if w == other else w for w in spec.key.split("_"))))
+            if sib is None:
+                continue
+            for i, tok in enumerate(toks[:-1]):
+                if tok in (word, word + "imum") and i not in used and i + 1 not in used:
+                    got = self._read(sib, toks, i + 1, used)
+                    if got is not None:
+                        used.update(range(i, i + 1 + got[2]))
+                        out.append(_mention(sib, got[0], got[1], status))
+        return out
+
     def _self_describing(self, toks: list[str], used: set[int], status: str) -> list[Mention]:
         """Values that say what they are without a name: "f/2.8" (an aperture), "1920x1080" (a resolution)."""
         out = []
         for i, tok in enumerate(toks):
             if i in used:
                 continue
-            key = "f_stop" if tok.startswith("f/") else "resolution" if P.resolution(tok) else None
+            num = P.parse_number(tok)
+            nxt = toks[i + 1] if i + 1 < len(toks) else ""
+            unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm") else "")
+            key = ("f_stop" if tok.startswith("f/") else "resolution" if P.resolution(tok)
+                   else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate"}.get(unit))
             spec = self.cat.specs.get((ANY, key)) if key else None
             got = self._read(spec, toks, i, used) if spec else None
             if got is not None:
@@ -389,21 +411,8 @@ class Extractor:
                 if nxt in _NOT_VALUES:
                     continue
                 values.append((i, num, any(f" {r} " in before for r in _RESTORE)))
-        rejected_now = status == REJECTED
-        if rejected_now and not named and not any(r for _, _, r in values):
-            stated = [v for v in values if not v[2]]
-            targets = ctx.applied or ()
-            if stated and ctx.proposals:  # "no, 8 is too low" about a proposal
-                for i, num, _ in stated:
-                    for p in ctx.proposals:
-                        spec = self.cat.specs.get((p.engine, p.parameter))
-                        got = P.number_for(spec, num) if spec else None
-                        if got and P.same_value(got[0], p.value):
-                            out.append(replace(p, status=REJECTED))
-                            used.add(i)
-            elif targets:
-                for p in targets:
-                    out.append(replace(p, value=None, status=REJECTED))
+        if status == REJECTED and not named and not any(r for _, _, r in values):
+            out += self._rejection(toks, used, ctx)
         for i, num, restore in values:
             if i in used:
                 continue
@@ -416,6 +425,36 @@ class Extractor:
         if not values and not named and status != REJECTED and ctx.proposals and _confirms(low, toks):
             out += [replace(p, status=APPLIED) for p in ctx.proposals[:3] if not isinstance(p.value, tuple)]
         return out
+
+    def _rejection(self, toks: list[str], used: set[int], ctx: Context) -> list[Mention]:
+        """A rejection without a parameter name: of the values it states ("the 15 was worse", "no, 8
+        is too low"), else of the proposal just made ("no, keep it"), else of what was just applied
+        ("that didn't help")."""
+        stated = []
+        for i, tok in enumerate(toks):
+            num = P.parse_number(tok) if i not in used else None
+            if num is not None and not (i + 1 < len(toks) and toks[i + 1] in _NOT_VALUES):
+                stated.append((i, num))
+        out: list[Mention] = []
+        for i, num in stated:
+            for cand in (*ctx.proposals, *ctx.applied):
+                spec = self.cat.specs.get((cand.engine, cand.parameter))
+                got = P.number_for(spec, num) if spec else None
+                if got and P.same_value(got[0], cand.value):
+                    out.append(replace(cand, status=REJECTED))
+                    used.add(i)
+                    break
+            else:
+                spec = ctx.last[-1] if ctx.last else None
+                got = P.number_for(spec, num) if spec and spec.kind in ("int", "number") else None
+                if got:
+                    out.append(_mention(spec, got[0], got[1], REJECTED))
+                    used.add(i)
+        if out or stated:
+            return out
+        if ctx.proposals:
+            return [replace(p, status=REJECTED) for p in ctx.proposals]
+        return [replace(p, value=None, status=REJECTED) for p in ctx.applied]
 
     def _guess(self, num: P.Number, ctx: Context):
         """The parameter a bare value most likely belongs to: a proposal with that value, else the

@@ -48,8 +48,8 @@ class SettingsLedger:
         store = self.memory.store(project)
         if store.exists():
             self.memory._catch_up(store)
-            last = store.journal.last_seq()
-            if store.settings.seq < last and not store.writable:  # another Kelvin holds it: read ahead in memory
+            if not store.writable and store.settings.seq < store.journal.last_seq():
+                # another Kelvin holds the project: read what it wrote since, in memory
                 store.settings.project(store.journal.read(after_seq=store.settings.seq), store._lookup,
                                        store.bare_message, persist=False)
         else:
