@@ -22,7 +22,7 @@ STATUSES = (APPLIED, PROPOSED, REJECTED)
 MAX_TEXT = 20_000  # settings come from the head of a huge paste
 
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
-_JOIN = {"somewhere", "between", "anywhere", "range", "in", "to", "at", "=", ":", "is", "of", "now", "was", "on", "around", "about", "approx", "approximately",
+_JOIN = {"somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "was", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
          "down", "up", "into", "are", "were", "s", "'s", "under", "over"}
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
@@ -46,7 +46,7 @@ _REJECT = ("didn't help", "did not help", "didn't work", "did not work", "doesn'
            "forget the", "forget it", "scrap", "scrapped", "too low", "too high", "too much", "too little",
            "no luck", "nope", "didn't do", "did nothing", "no difference", "no change", "ruined", "broke",
            "not good", "not better", "wasn't", "was not", "rolled back", "roll back", "back to", "go back",
-           "went back", "return to", "drop the", "ditch", "ditched")
+           "went back", "return to", "drop the", "ditch", "ditched", "killed", "kills")
 _RESTORE = ("back to", "revert to", "reverted to", "return to", "returned to", "go back to", "went back to",
             "roll back to", "rolled back to")
 _CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "perfect", "great", "sounds good", "will do",
@@ -57,9 +57,16 @@ _BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with"
                     "bump it to", "bumped it to", "drop it to", "dropped it to", "lower it to", "lowered it to",
                     "raise it to", "raised it to", "let's do", "settle on", "settled on", "stick with", "keep it at",
                     "now at", "put it at", "take it to", "took it to", "ok", "okay", "yep", "fine", "then",
-                    "instead", "down to", "up to", "up it to", "reduce it to", "increase it to", "at")
-_BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "instead", "go with", "went with",
+                    "down to", "up to", "up it to", "reduce it to", "increase it to", "took", "chose",
+                    "picked")
+_ENUM_CUES = ("went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
+              "chose", "picked", "settled on", "enable", "enabled", "to")
+_BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to")
+_BOOL_OFF_VERBS = ("disable", "disabled", "turn off", "turned off", "switch off", "switched off", "deactivate",
+                   "deactivated", "uncheck", "unchecked", "untick", "kill", "killed")
+_BOOL_ON_VERBS = ("enable", "enabled", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
+                  "check", "checked", "tick", "ticked")
 _BOOL_ON = ("enable", "enabled", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
             "use", "using", "with", "add", "added", "check", "checked", "tick", "ticked")
 _BOOL_OFF = ("disable", "disabled", "turn off", "turned off", "switch off", "switched off", "deactivate",
@@ -80,6 +87,7 @@ class Mention:
     candidate: bool = False  # a parameter the taxonomy does not know
     name: str = ""  # display name ("GI clamp")
     domain: str = "general"
+    restore: bool = False  # said as a return to an earlier value ("back to 25")
 
     def to_json(self) -> dict:
         value = list(self.value) if isinstance(self.value, tuple) else self.value
@@ -162,12 +170,12 @@ class Extractor:
                 if spec is not None and spec not in mentioned:
                     mentioned.append(spec)
             out.extend(got)
-        out = _dedupe(out)
+        out = _dedupe(_with_rejections(out))
         proposals = tuple(m for m in out if m.status == PROPOSED and not m.candidate)
         applied = tuple(m for m in out if m.status == APPLIED and not m.candidate)
         new_ctx = Context(
             engine=engine_ctx,
-            last=tuple(mentioned) or ctx.last,
+            last=(tuple(s for s in ctx.last if s not in mentioned) + tuple(mentioned))[-6:],
             proposals=proposals if proposals else (() if role == "user" and out else ctx.proposals),
             applied=applied or ctx.applied,
         )
@@ -191,14 +199,22 @@ class Extractor:
             st = status
             if restore:
                 st = APPLIED if role != "assistant" else PROPOSED
+                if st == APPLIED:
+                    out.append(replace(_mention(spec, value, unit, st), restore=True))
+                    out += self._sibling(spec, toks, used, st)
+                    continue
             elif status == REJECTED and not _cue_after(toks, at, _REJECT_VALUE_CUES):
                 st = APPLIED if not _has(low, _PROPOSAL) else PROPOSED
             out.append(_mention(spec, value, unit, st))
             out += self._sibling(spec, toks, used, st)
-        out += self._self_describing(toks, used, status)
+        out += self._self_describing(toks, used, status, engine_ctx)
+        here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
         if role != "assistant":
-            here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
             out += self._contextual(sentence, toks, low, used, status, ctx, engine_ctx, here)
+        elif not here:  # the model's "then try 10": a proposal for what was just discussed
+            out += [replace(m, status=PROPOSED) for m in self._contextual(sentence, toks, low, used, PROPOSED,
+                                                                          replace(ctx, proposals=()), engine_ctx, here)
+                    if m.status != REJECTED]
         if names_engine and engine_ctx:
             out += self._candidates(toks, found, used, status, engine_ctx)
         return out
@@ -269,6 +285,9 @@ class Extractor:
                 used.update(range(i, i + width))
                 return value, unit, self._restore_before(toks, i)
             if tok not in _JOIN and tok not in ("the", "of", "for", "in"):
+                unit_value = self._unit_value(spec, toks, i + 1, min(n, end + 6), used)
+                if unit_value is not None:  # "light temperature of the practicals 2700K"
+                    return unit_value
                 break
             prev = tok
             i += 1
@@ -282,6 +301,22 @@ class Extractor:
                 return got[0], got[1], False
             if toks[i] not in _BEFORE_JOIN:
                 break
+        return None
+
+    def _unit_value(self, spec: ParamSpec, toks: list[str], start: int, stop: int, used: set[int]):
+        """A value further on that carries this parameter's own unit (2700K for a temperature)."""
+        accepted = {spec.unit.lower(), *spec.units} - {""}
+        if not accepted or spec.kind not in ("number", "int"):
+            return None
+        for j in range(start, stop):
+            if j in used:
+                return None
+            num = P.parse_number(toks[j])
+            if num is not None and num.unit in accepted:
+                got = self._read(spec, toks, j, used)
+                if got is not None:
+                    used.update(range(j, j + got[2]))
+                    return got[0], got[1], False
         return None
 
     def _read(self, spec: ParamSpec, toks: list[str], i: int, used: set[int]):
@@ -335,6 +370,11 @@ class Extractor:
         return got[0], got[1], width
 
     def _bool(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int]):
+        before = " " + " ".join(toks[max(0, start - 4):start]) + " "
+        if any(f" {phrase} " in before for phrase in _BOOL_OFF_VERBS):  # "turn off motion blur on the plates"
+            return False, "", False
+        if any(f" {phrase} " in before for phrase in _BOOL_ON_VERBS):
+            return True, "", False
         for i in range(end, min(len(toks), end + 3)):  # "adaptive sampling on", "motion blur: off"
             if i in used:
                 break
@@ -344,7 +384,6 @@ class Extractor:
                 return b, "", False
             if toks[i] not in _JOIN:
                 break
-        before = " " + " ".join(toks[max(0, start - 4):start]) + " "
         for phrase in _BOOL_OFF:
             if f" {phrase} " in before:
                 return False, "", False
@@ -370,12 +409,32 @@ class Extractor:
                         out.append(_mention(sib, got[0], got[1], status))
         return out
 
-    def _self_describing(self, toks: list[str], used: set[int], status: str) -> list[Mention]:
+    def _unique_enum(self, toks: list[str], i: int):
+        """An enum value that belongs to one parameter only ("optix", "oidn"): (spec, value, width)."""
+        for size in (3, 2, 1):
+            words = tuple(toks[i:i + size])
+            hit = self.cat.unique_values.get(words)
+            if hit is not None and len(words) == size:
+                return hit[0], hit[1], size
+        return None
+
+    def _self_describing(self, toks: list[str], used: set[int], status: str, engine: str = "") -> list[Mention]:
         """Values that say what they are without a name: "f/2.8" (an aperture), "1920x1080" (a resolution)."""
         out = []
         for i, tok in enumerate(toks):
             if i in used:
                 continue
+            enum = self._unique_enum(toks, i)
+            if enum is not None:
+                spec, value, width = enum
+                j = i
+                while j > 0 and toks[j - 1] in ("the", "a", "an"):
+                    j -= 1
+                before = " " + " ".join(toks[max(0, j - 3):j])  # the cue must end right before the value
+                if any(before.endswith(f" {c}") for c in _ENUM_CUES) and spec.engine in (ANY, engine):
+                    used.update(range(i, i + width))
+                    out.append(_mention(spec, value, "", status))
+                    continue
             num = P.parse_number(tok)
             nxt = toks[i + 1] if i + 1 < len(toks) else ""
             unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm") else "")
@@ -406,13 +465,16 @@ class Extractor:
                 continue
             before = " " + " ".join(toks[max(0, i - 3):i]) + " "
             cues = _BARE_VALUE_CUES if not named else _BARE_VALUE_CUES_STRONG
-            if num is not None and any(f" {c} " in before for c in cues):
+            unit_says = bool(num and num.unit and not named and any(
+                num.unit in ({s.unit.lower(), *s.units} - {""}) for s in ctx.last))  # "maybe 3000K?"
+            if num is not None and (unit_says or any(f" {c} " in before for c in cues)):
                 nxt = toks[i + 1] if i + 1 < len(toks) else ""
-                if nxt in _NOT_VALUES:
-                    continue
+                if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
+                    continue  # "14 minutes", "15:00"
                 values.append((i, num, any(f" {r} " in before for r in _RESTORE)))
-        if status == REJECTED and not named and not any(r for _, _, r in values):
-            out += self._rejection(toks, used, ctx)
+        if status == REJECTED and not named:
+            restoring = {i for i, _, r in values if r}
+            out += self._rejection(toks, used | restoring, ctx, fallback=not restoring)
         for i, num, restore in values:
             if i in used:
                 continue
@@ -421,12 +483,12 @@ class Extractor:
                 continue
             used.add(i)
             st = APPLIED if (restore or status != PROPOSED) else PROPOSED
-            out.append(_mention(spec, value, unit, st))
+            out.append(replace(_mention(spec, value, unit, st), restore=restore and st == APPLIED))
         if not values and not named and status != REJECTED and ctx.proposals and _confirms(low, toks):
             out += [replace(p, status=APPLIED) for p in ctx.proposals[:3] if not isinstance(p.value, tuple)]
         return out
 
-    def _rejection(self, toks: list[str], used: set[int], ctx: Context) -> list[Mention]:
+    def _rejection(self, toks: list[str], used: set[int], ctx: Context, fallback: bool = True) -> list[Mention]:
         """A rejection without a parameter name: of the values it states ("the 15 was worse", "no, 8
         is too low"), else of the proposal just made ("no, keep it"), else of what was just applied
         ("that didn't help")."""
@@ -450,7 +512,7 @@ class Extractor:
                 if got:
                     out.append(_mention(spec, got[0], got[1], REJECTED))
                     used.add(i)
-        if out or stated:
+        if out or stated or not fallback:
             return out
         if ctx.proposals:
             return [replace(p, status=REJECTED) for p in ctx.proposals]
@@ -469,7 +531,7 @@ class Extractor:
             got = P.number_for(spec, num) if spec else None
             if got:
                 return spec, got[0], got[1]
-        for spec in reversed(ctx.last[-1:]):
+        for spec in reversed(ctx.last):  # the most recent parameter this value can belong to
             if spec.kind in ("number", "int"):
                 got = P.number_for(spec, num)
                 if got:
@@ -512,8 +574,14 @@ _STOP = {"the", "a", "an", "it", "to", "and", "or", "in", "on", "for", "of", "at
          "shot", "version", "render", "scene", "up", "down", "just", "also", "too", "very", "more", "less", "all",
          "octane", "redshift", "arnold", "cycles", "vray", "karma", "corona", "change", "changed", "bump", "bumped",
          "raise", "lower", "lowered", "raised", "put", "increase", "decrease", "its", "time", "times", "s"}
+# phrases that turn down what was just done, even without a value ("that didn't help")
+_REJECT_STRONG = ("didn't help", "did not help", "didn't work", "did not work", "doesn't work", "does not work",
+                  "made it worse", "makes it worse", "no good", "not working", "revert", "reverted", "undo", "scrap",
+                  "scrapped", "no luck", "didn't do", "did nothing", "no difference", "rolled back", "roll back",
+                  "back to", "go back", "went back", "return to", "ditch", "ditched", "forget the", "forget it",
+                  "that's worse", "it's worse", "was worse", "is worse", "even worse", "killed", "ruined")
 _REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more")
-_REJECT_VALUE_CUES = ("didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
+_REJECT_VALUE_CUES = ("killed", "kills", "didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
                       "forget", "scrap", "ditch", "drop the", "wasn't", "was not", "no,", "nope", "no difference",
                       "not good", "not better", "did nothing", "no luck", "too much", "too little", "ruined")
 
@@ -539,7 +607,9 @@ def _status(sentence: str, toks: list[str], role: str) -> str:
     if role == "assistant":
         return PROPOSED
     opening = sentence.strip().lower()
-    if _has(low, _REJECT) or opening.startswith(("no,", "nope", "no.", "nah")):
+    if _has(low, _REJECT_STRONG) or opening.startswith(("no,", "nope", "no.", "nah")):
+        return REJECTED
+    if _has(low, _REJECT) and any(P.parse_number(t) for t in toks):  # "8 is too low": about a value said
         return REJECTED
     if sentence.rstrip().endswith("?") or (toks and toks[0] in _QUESTION_START):
         return PROPOSED
@@ -563,6 +633,17 @@ def _confirms(low: str, toks: list[str]) -> bool:
 def _mention(spec: ParamSpec, value: Value, unit: str, status: str) -> Mention:
     return Mention(engine=spec.engine, parameter=spec.key, value=value, unit=unit, status=status, name=spec.name,
                    domain=spec.domain)
+
+
+def _with_rejections(mentions: list[Mention]) -> list[Mention]:
+    """"back to 25" also turns down the value in force, unless the message rejected one already."""
+    out: list[Mention] = []
+    for m in mentions:
+        if m.restore and not any(x.status == REJECTED and (x.engine, x.parameter) == (m.engine, m.parameter)
+                                 for x in mentions):
+            out.append(replace(m, value=None, status=REJECTED, restore=False))
+        out.append(m)
+    return out
 
 
 def _dedupe(mentions: list[Mention]) -> list[Mention]:

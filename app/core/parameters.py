@@ -221,6 +221,15 @@ class Catalogue:
                 if words:
                     self.engines[words] = engine
                     self._longest = max(self._longest, len(words))
+        # enum values said without their parameter ("we went with OIDN"): only those of one parameter
+        seen: dict[tuple[str, ...], list[tuple[ParamSpec, str]]] = {}
+        for s in specs:
+            for value, says in s.values.items():
+                for phrase in {value.replace("_", " "), *says}:
+                    words = word_tokens(phrase)
+                    if words and (len(words) > 1 or len(words[0]) >= 4):
+                        seen.setdefault(words, []).append((s, value))
+        self.unique_values = {w: hits[0] for w, hits in seen.items() if len(hits) == 1}
         self.engine_list = sorted({s.engine for s in specs if s.engine} | set((engine_names or {}).keys()))
 
     def find(self, toks: list[str]) -> list[tuple[int, int, object]]:
