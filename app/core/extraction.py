@@ -46,7 +46,8 @@ _REJECT = ("didn't help", "did not help", "didn't work", "did not work", "doesn'
            "forget the", "forget it", "scrap", "scrapped", "too low", "too high", "too much", "too little",
            "no luck", "nope", "didn't do", "did nothing", "no difference", "no change", "ruined", "broke",
            "not good", "not better", "wasn't", "was not", "rolled back", "roll back", "back to", "go back",
-           "went back", "return to", "drop the", "ditch", "ditched", "killed", "kills")
+           "went back", "return to", "drop the", "ditch", "ditched", "killed", "kills", "too slow", "takes forever",
+           "took forever", "too dark", "too expensive", "overkill")
 _RESTORE = ("back to", "revert to", "reverted to", "return to", "returned to", "go back to", "went back to",
             "roll back to", "rolled back to")
 _CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "perfect", "great", "sounds good", "will do",
@@ -58,17 +59,17 @@ _BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with"
                     "raise it to", "raised it to", "let's do", "settle on", "settled on", "stick with", "keep it at",
                     "now at", "put it at", "take it to", "took it to", "ok", "okay", "yep", "fine", "then",
                     "down to", "up to", "up it to", "reduce it to", "increase it to", "took", "chose",
-                    "picked")
+                    "picked", "keeping", "keep", "stays at", "stay at", "stays", "leave it at")
 _ENUM_CUES = ("went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
               "chose", "picked", "settled on", "enable", "enabled", "to")
 _BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to")
-_BOOL_OFF_VERBS = ("disable", "disabled", "turn off", "turned off", "switch off", "switched off", "deactivate",
+_BOOL_OFF_VERBS = ("disable", "disabled", "disabling", "turning off", "turn off", "turned off", "switch off", "switched off", "deactivate",
                    "deactivated", "uncheck", "unchecked", "untick", "kill", "killed")
-_BOOL_ON_VERBS = ("enable", "enabled", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
+_BOOL_ON_VERBS = ("enable", "enabled", "enabling", "turning on", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
                   "check", "checked", "tick", "ticked")
 _BOOL_ON = ("enable", "enabled", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
-            "use", "using", "with", "add", "added", "check", "checked", "tick", "ticked")
+            "use", "using", "add", "added", "check", "checked", "tick", "ticked")
 _BOOL_OFF = ("disable", "disabled", "turn off", "turned off", "switch off", "switched off", "deactivate",
              "deactivated", "without", "no", "remove", "removed", "uncheck", "unchecked", "untick", "kill", "killed")
 _NOT_VALUES = {"frame", "frames", "shot", "version", "v", "gb", "mb", "minutes", "minute", "min", "mins", "hours",
@@ -295,7 +296,7 @@ class Extractor:
         for i in range(start - 1, max(-1, start - 4), -1):  # "1024 samples", "a 35mm lens", "16 gi bounces"
             if i in used:
                 break
-            got = self._read(spec, toks, i, used)
+            got = self._read(spec, toks, i, used, name_at=start)
             if got is not None and i + got[2] <= start:
                 used.update(range(i, i + got[2]))
                 return got[0], got[1], False
@@ -319,7 +320,7 @@ class Extractor:
                     return got[0], got[1], False
         return None
 
-    def _read(self, spec: ParamSpec, toks: list[str], i: int, used: set[int]):
+    def _read(self, spec: ParamSpec, toks: list[str], i: int, used: set[int], name_at: int = -1):
         """A value of this parameter's kind starting at toks[i]: (value, unit, tokens used)."""
         tok = toks[i]
         n = len(toks)
@@ -346,7 +347,8 @@ class Extractor:
         if num is None:
             return None
         nxt = toks[i + 1] if i + 1 < n else ""
-        if not num.unit and nxt in _NOT_VALUES and nxt not in spec.units and nxt != spec.unit.lower():
+        if not num.unit and nxt in _NOT_VALUES and nxt not in spec.units and nxt != spec.unit.lower() \
+                and i + 1 != name_at:  # "512 min samples": the "min" is the parameter's own name
             return None
         width = 1
         if not num.unit and nxt and (nxt in spec.units or nxt == spec.unit.lower() and nxt):
@@ -431,7 +433,9 @@ class Extractor:
                 while j > 0 and toks[j - 1] in ("the", "a", "an"):
                     j -= 1
                 before = " " + " ".join(toks[max(0, j - 3):j])  # the cue must end right before the value
-                if any(before.endswith(f" {c}") for c in _ENUM_CUES) and spec.engine in (ANY, engine):
+                after = tuple(toks[i + width:i + width + 2])
+                if (any(before.endswith(f" {c}") for c in _ENUM_CUES) or after in (("it", "is"),) or after[:1] == ("it's",)) \
+                        and spec.engine in (ANY, engine):
                     used.update(range(i, i + width))
                     out.append(_mention(spec, value, "", status))
                     continue
@@ -465,9 +469,10 @@ class Extractor:
                 continue
             before = " " + " ".join(toks[max(0, i - 3):i]) + " "
             cues = _BARE_VALUE_CUES if not named else _BARE_VALUE_CUES_STRONG
+            it_is = tuple(toks[i + 1:i + 3]) in (("it", "is"), ("it's",)) or toks[i + 1:i + 2] == ["it's"]
             unit_says = bool(num and num.unit and not named and any(
                 num.unit in ({s.unit.lower(), *s.units} - {""}) for s in ctx.last))  # "maybe 3000K?"
-            if num is not None and (unit_says or any(f" {c} " in before for c in cues)):
+            if num is not None and (unit_says or it_is or any(f" {c} " in before for c in cues)):
                 nxt = toks[i + 1] if i + 1 < len(toks) else ""
                 if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
                     continue  # "14 minutes", "15:00"
@@ -514,6 +519,8 @@ class Extractor:
                     used.add(i)
         if out or stated or not fallback:
             return out
+        if any(P.parse_number(t) and i + 1 < len(toks) and toks[i + 1] in _NOT_VALUES for i, t in enumerate(toks)):
+            return out  # "back to 11 minutes per frame": about time, not a setting
         if ctx.proposals:
             return [replace(p, status=REJECTED) for p in ctx.proposals]
         return [replace(p, value=None, status=REJECTED) for p in ctx.applied]
@@ -580,8 +587,11 @@ _REJECT_STRONG = ("didn't help", "did not help", "didn't work", "did not work", 
                   "scrapped", "no luck", "didn't do", "did nothing", "no difference", "rolled back", "roll back",
                   "back to", "go back", "went back", "return to", "ditch", "ditched", "forget the", "forget it",
                   "that's worse", "it's worse", "was worse", "is worse", "even worse", "killed", "ruined")
+_SETTING_VERBS = ("set", "use", "using", "went with", "going with", "changed", "switched", "bumped", "lowered",
+                  "raised", "increased", "decreased", "dropped", "settled on")
 _REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more")
-_REJECT_VALUE_CUES = ("killed", "kills", "didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
+_REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took forever", "too dark", "too expensive",
+                      "overkill", "didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
                       "forget", "scrap", "ditch", "drop the", "wasn't", "was not", "no,", "nope", "no difference",
                       "not good", "not better", "did nothing", "no luck", "too much", "too little", "ruined")
 
@@ -599,6 +609,8 @@ def _cue_after(toks: list[str], i: int, phrases) -> bool:
     ("forget the 0.01")."""
     after = " " + " ".join(toks[i + 1:]) + " "
     before = " " + " ".join(toks[max(0, i - 5):i]) + " "
+    if any(f" {v} " in " " + " ".join(toks[:i]) + " " for v in _SETTING_VERBS):
+        return False  # "set GI clamp to 8, the room is too dark": the 8 is what was set
     return any(f" {p} " in after for p in phrases) or any(f" {p} " in before for p in _REJECT_BEFORE)
 
 
