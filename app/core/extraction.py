@@ -22,7 +22,7 @@ STATUSES = (APPLIED, PROPOSED, REJECTED)
 MAX_TEXT = 20_000  # settings come from the head of a huge paste
 
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
-_JOIN = {"somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "was", "on", "around", "about", "approx", "approximately",
+_JOIN = {"somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
          "down", "up", "into", "are", "were", "s", "'s", "under", "over"}
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
@@ -52,14 +52,16 @@ _RESTORE = ("back to", "revert to", "reverted to", "return to", "returned to", "
             "roll back to", "rolled back to")
 _CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "perfect", "great", "sounds good", "will do",
             "going with that", "go with that", "let's do that", "let's do it", "do it", "that works", "it works",
-            "applied", "changed it", "set it", "did that", "did it", "works", "worked", "good call", "nice")
+            "applied", "changed it", "set it", "did that", "did it", "works", "worked", "good call", "nice",
+            "switched", "all of that", "going with all", "both off", "both on", "changed")
 _BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with", "going with", "back to",
                     "revert to", "try", "trying", "set it to", "set it at", "it is", "change it to", "changed it to",
                     "bump it to", "bumped it to", "drop it to", "dropped it to", "lower it to", "lowered it to",
                     "raise it to", "raised it to", "let's do", "settle on", "settled on", "stick with", "keep it at",
                     "now at", "put it at", "take it to", "took it to", "ok", "okay", "yep", "fine", "then",
                     "down to", "up to", "up it to", "reduce it to", "increase it to", "took", "chose",
-                    "picked", "keeping", "keep", "stays at", "stay at", "stays", "leave it at")
+                    "picked", "bumped to", "dropped to", "lowered to", "raised to", "upped to", "increased to",
+                    "reduced to", "bumped it", "keeping", "keep", "stays at", "stay at", "stays", "leave it at")
 _ENUM_CUES = ("went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
               "chose", "picked", "settled on", "enable", "enabled", "to")
 _BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "go with", "went with",
@@ -68,6 +70,9 @@ _BOOL_OFF_VERBS = ("disable", "disabled", "disabling", "turning off", "turn off"
                    "deactivated", "uncheck", "unchecked", "untick", "kill", "killed")
 _BOOL_ON_VERBS = ("enable", "enabled", "enabling", "turning on", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
                   "check", "checked", "tick", "ticked")
+_IT_ON_OFF = tuple((f" {verb} it {state} ", state == "on") for verb in ("turned", "turn", "switched", "switch", "set",
+                                                                         "put", "flipped", "flip")
+                   for state in ("on", "off"))
 _BOOL_ON = ("enable", "enabled", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
             "use", "using", "add", "added", "check", "checked", "tick", "ticked")
 _BOOL_OFF = ("disable", "disabled", "turn off", "turned off", "switch off", "switched off", "deactivate",
@@ -128,26 +133,31 @@ class Extractor:
 
     # ---- typos ------------------------------------------------------------------------------------
     def _fix(self, tok: str) -> str:
-        """A one-letter typo of a taxonomy word ("calmp", "smaples", "redshfit") → the word."""
+        """A one-letter typo of a taxonomy word ("calmp", "smaples", "deapth", "limti") → the word."""
         if len(tok) < 5 or not tok.isalpha() or tok in self._vocab:
             return tok
-        hit = self._deletes.get(tok)  # one letter too many
+        hit = None
+        for i in range(len(tok)):  # one letter too many
+            cand = tok[:i] + tok[i + 1:]
+            if cand in self._vocab:
+                hit = cand
+                break
         if hit is None:
-            for i in range(len(tok)):  # one letter missing, wrong or swapped
-                hit = self._deletes.get(tok[:i] + tok[i + 1:])
-                if hit is not None and len(hit) >= len(tok):
-                    break
-                hit = None
+            hit = self._deletes.get(tok)  # one letter missing
+            hit = hit if hit is not None and hit != tok else None
         if hit is None:
             for i in range(len(tok) - 1):  # two letters swapped
                 swapped = tok[:i] + tok[i + 1] + tok[i] + tok[i + 2:]
                 if swapped in self._vocab:
                     hit = swapped
                     break
-        if hit is None or hit[0] != tok[0] or sorted(hit) != sorted(tok) and abs(len(hit) - len(tok)) == 0 \
-                and sum(a != b for a, b in zip(hit, tok)) > 1:
-            return tok
-        return hit
+        if hit is None:
+            for i in range(len(tok)):  # one letter wrong
+                cand = self._deletes.get(tok[:i] + tok[i + 1:])
+                if cand is not None and len(cand) == len(tok) and sum(a != b for a, b in zip(cand, tok)) == 1:
+                    hit = cand
+                    break
+        return hit if hit is not None and hit[0] == tok[0] else tok
 
     # ---- the message ------------------------------------------------------------------------------
     def extract(self, text: str, role: str, ctx: Context = Context()) -> tuple[list[Mention], Context]:
@@ -221,6 +231,8 @@ class Extractor:
         return out
 
     def _resolve(self, specs: list[ParamSpec], engine: str) -> ParamSpec | None:
+        if engine:  # the engine being talked about decides; another engine's word means nothing here
+            specs = [s for s in specs if s.engine in (engine, ANY)]
         if len(specs) == 1:
             return specs[0]
         for s in specs:
@@ -330,6 +342,8 @@ class Extractor:
             res = P.resolution(tok)
             return (res, spec.unit, 1) if res else None
         if spec.kind == "text":
+            if re.fullmatch(r"\d{1,2}:\d{2}(?::\d{2})?", tok):  # a time limit: 8:00:00
+                return tok, spec.unit, 1
             if re.fullmatch(r"1/\d+", tok) or P.parse_number(tok):
                 unit = spec.unit
                 nxt = toks[i + 1] if i + 1 < n else ""
@@ -377,6 +391,10 @@ class Extractor:
             return False, "", False
         if any(f" {phrase} " in before for phrase in _BOOL_ON_VERBS):
             return True, "", False
+        rest = " " + " ".join(toks[end:]) + " "
+        for phrase, value in _IT_ON_OFF:  # "adaptive sampling was off, turned it on"
+            if phrase in rest:
+                return value, "", False
         for i in range(end, min(len(toks), end + 3)):  # "adaptive sampling on", "motion blur: off"
             if i in used:
                 break
@@ -489,6 +507,12 @@ class Extractor:
             used.add(i)
             st = APPLIED if (restore or status != PROPOSED) else PROPOSED
             out.append(replace(_mention(spec, value, unit, st), restore=restore and st == APPLIED))
+        bools = [spec for spec in reversed(ctx.last) if spec.kind == "bool"]
+        if not named and bools:  # "It was off! Turned it on."
+            for phrase, value in _IT_ON_OFF:
+                if phrase in low:
+                    out.append(_mention(bools[0], value, "", APPLIED if status != PROPOSED else PROPOSED))
+                    return out
         if not values and not named and status != REJECTED and ctx.proposals and _confirms(low, toks):
             out += [replace(p, status=APPLIED) for p in ctx.proposals[:3] if not isinstance(p.value, tuple)]
         return out

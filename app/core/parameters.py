@@ -74,8 +74,9 @@ def specs_from_dict(data: dict) -> list[ParamSpec]:
 # words (with inner ' - .), numbers (1,024  0.5  0,5  2k  1/125  f/2.8  1920x1080), and = : ° %
 _TOKEN = re.compile(
     r"f/\d+(?:[.,]\d+)?"  # f/2.8
-    r"|\d+\s?[x×]\s?\d+(?![\d.])"  # 1920x1080
-    r"|1/\d+(?![\d.])"  # 1/125
+    r"|\d+\s?[x×]\s?\d+(?!\d|\.\d)"  # 1920x1080 (a full stop may follow)
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?![\d])"  # 8:00:00, 15:00 (a time, never a number)
+    r"|1/\d+(?!\d|\.\d)"  # 1/125
     r"|[-+]?\d+(?:[.,]\d+)*(?:%|°|[a-zA-Z]+)?"  # 10  0.5  1,024  2k  35mm  5600K  +0.5ev
     r"|[a-z][a-z0-9]*(?:['’][a-z]+|[-_][a-z0-9]+)*"
     r"|[=:?;°%]",
