@@ -22,7 +22,7 @@ STATUSES = (APPLIED, PROPOSED, REJECTED)
 MAX_TEXT = 20_000  # settings come from the head of a huge paste
 
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
-_JOIN = {"somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
+_JOIN = {"already", "still", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
          "down", "up", "into", "are", "were", "s", "'s", "under", "over"}
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
@@ -47,12 +47,12 @@ _REJECT = ("didn't help", "did not help", "didn't work", "did not work", "doesn'
            "no luck", "nope", "didn't do", "did nothing", "no difference", "no change", "ruined", "broke",
            "not good", "not better", "wasn't", "was not", "rolled back", "roll back", "back to", "go back",
            "went back", "return to", "drop the", "ditch", "ditched", "killed", "kills", "too slow", "takes forever",
-           "took forever", "too dark", "too expensive", "overkill")
+           "took forever", "too dark", "too expensive", "overkill", "too few", "not enough")
 _RESTORE = ("back to", "revert to", "reverted to", "return to", "returned to", "go back to", "went back to",
             "roll back to", "rolled back to")
-_CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "perfect", "great", "sounds good", "will do",
+_CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "sounds good", "will do", "set", "did that",
             "going with that", "go with that", "let's do that", "let's do it", "do it", "that works", "it works",
-            "applied", "changed it", "set it", "did that", "did it", "works", "worked", "good call", "nice",
+            "applied", "changed it", "set it", "did that", "did it", "works", "worked", "good call",
             "switched", "all of that", "going with all", "both off", "both on", "changed")
 _BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with", "going with", "back to",
                     "revert to", "try", "trying", "set it to", "set it at", "it is", "change it to", "changed it to",
@@ -60,9 +60,9 @@ _BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with"
                     "raise it to", "raised it to", "let's do", "settle on", "settled on", "stick with", "keep it at",
                     "now at", "put it at", "take it to", "took it to", "ok", "okay", "yep", "fine", "then",
                     "down to", "up to", "up it to", "reduce it to", "increase it to", "took", "chose",
-                    "picked", "bumped to", "dropped to", "lowered to", "raised to", "upped to", "increased to",
+                    "picked", "staying at", "staying", "sticking with", "stay at", "bumped to", "dropped to", "lowered to", "raised to", "upped to", "increased to",
                     "reduced to", "bumped it", "keeping", "keep", "stays at", "stay at", "stays", "leave it at")
-_ENUM_CUES = ("went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
+_ENUM_CUES = ("keeping", "keep", "staying on", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
               "chose", "picked", "settled on", "enable", "enabled", "to")
 _BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to")
@@ -165,6 +165,7 @@ class Extractor:
         out: list[Mention] = []
         engine_ctx = ctx.engine
         mentioned: list[ParamSpec] = []
+        named: list[ParamSpec] = []  # every parameter named so far in this message, with a value or not
         for sentence in _sentences(text):
             toks = [self._fix(t) for t, _ in P.tokens(sentence)]
             if not toks:
@@ -174,8 +175,12 @@ class Extractor:
             if engines:
                 engine_ctx = engines[-1]
             status = _status(sentence, toks, role)
-            running = replace(ctx, last=ctx.last + tuple(mentioned)) if mentioned else ctx  # "…, back to 25"
+            running = replace(ctx, last=ctx.last + tuple(named)) if named else ctx  # "…, back to 25"; "Set it to 8."
             got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines))
+            for _, _, what in found:
+                spec = self._resolve(what, engine_ctx) if not isinstance(what, str) else None
+                if spec is not None and spec not in named:
+                    named.append(spec)
             for m in got:
                 spec = self.cat.specs.get((m.engine, m.parameter))
                 if spec is not None and spec not in mentioned:
@@ -201,6 +206,11 @@ class Extractor:
             spec = self._resolve(specs, engine_ctx)
             if spec is None:
                 continue
+            said_which = {"min", "max", "minimum", "maximum"} & set(toks[start:end])
+            pairs = [] if said_which else self._min_max_after(spec, toks, end, used, status)
+            if pairs:  # "unified samples 32 min, 1024 max"
+                out += pairs
+                continue
             taken = set(used)
             got = self._value(spec, toks, start, end, used)
             if got is None:
@@ -216,6 +226,8 @@ class Extractor:
                     continue
             elif status == REJECTED and not _cue_after(toks, at, _REJECT_VALUE_CUES):
                 st = APPLIED if not _has(low, _PROPOSAL) else PROPOSED
+            elif status == APPLIED and role != "assistant" and _cue_after(toks, at, _REJECT_VALUE_CUES):
+                st = REJECTED  # "so no f/4", "the 15 was worse"
             out.append(_mention(spec, value, unit, st))
             out += self._sibling(spec, toks, used, st)
         out += self._self_describing(toks, used, status, engine_ctx)
@@ -288,13 +300,14 @@ class Extractor:
             got = self._read(spec, toks, i, used)
             if got is not None:
                 value, unit, width = got
-                if prev == "from":  # "from 4 to 2.8": the value is the one after "to"
-                    j = i + width
-                    if j + 1 < n and toks[j] == "to":
-                        later = self._read(spec, toks, j + 1, used)
-                        if later is not None:
-                            used.update(range(i, j + 1 + later[2]))
-                            return later[0], later[1], False
+                if prev == "from":  # "from 4 to 2.8", "from 8 down to 4": the value is the one after "to"
+                    for j in range(i + width, min(n - 1, i + width + 3)):
+                        if toks[j] == "to":
+                            later = self._read(spec, toks, j + 1, used)
+                            if later is not None:
+                                used.update(range(i, j + 1 + later[2]))
+                                return later[0], later[1], False
+                            break
                 used.update(range(i, i + width))
                 return value, unit, self._restore_before(toks, i)
             if tok not in _JOIN and tok not in ("the", "of", "for", "in"):
@@ -412,6 +425,23 @@ class Extractor:
                 return True, "", False
         return None
 
+    def _min_max_after(self, spec: ParamSpec, toks: list[str], end: int, used: set[int], status: str) -> list[Mention]:
+        words = spec.key.split("_")
+        if "min" not in words and "max" not in words:
+            return []
+        out = []
+        for j in range(end, min(len(toks) - 1, end + 8)):
+            if j in used or toks[j + 1] not in ("min", "max", "minimum", "maximum"):
+                continue
+            which = toks[j + 1][:3]
+            key = "_".join(which if w in ("min", "max") else w for w in words)
+            sib = self.cat.specs.get((spec.engine, key))
+            got = self._read(sib, toks, j, used, name_at=j + 1) if sib else None
+            if got is not None:
+                used.update(range(j, j + 2))
+                out.append(_mention(sib, got[0], got[1], status))
+        return out
+
     def _sibling(self, spec: ParamSpec, toks: list[str], used: set[int], status: str) -> list[Mention]:
         """"unified sampling min 16, max 512": the bare "max" is the sibling of the min just named."""
         out = []
@@ -455,7 +485,9 @@ class Extractor:
                 if (any(before.endswith(f" {c}") for c in _ENUM_CUES) or after in (("it", "is"),) or after[:1] == ("it's",)) \
                         and spec.engine in (ANY, engine):
                     used.update(range(i, i + width))
-                    out.append(_mention(spec, value, "", status))
+                    kept = any(before.endswith(f" {c}") for c in ("keeping", "keep", "staying on", "stick with",
+                                                                  "sticking with"))
+                    out.append(_mention(spec, value, "", APPLIED if kept and status == REJECTED else status))
                     continue
             num = P.parse_number(tok)
             nxt = toks[i + 1] if i + 1 < len(toks) else ""
@@ -610,12 +642,13 @@ _REJECT_STRONG = ("didn't help", "did not help", "didn't work", "did not work", 
                   "made it worse", "makes it worse", "no good", "not working", "revert", "reverted", "undo", "scrap",
                   "scrapped", "no luck", "didn't do", "did nothing", "no difference", "rolled back", "roll back",
                   "back to", "go back", "went back", "return to", "ditch", "ditched", "forget the", "forget it",
-                  "that's worse", "it's worse", "was worse", "is worse", "even worse", "killed", "ruined")
+                  "that's worse", "it's worse", "was worse", "is worse", "even worse", "killed", "ruined",
+                  "not doing", "won't do", "not going with", "skipping the", "skip the", "changed my mind")
 _SETTING_VERBS = ("set", "use", "using", "went with", "going with", "changed", "switched", "bumped", "lowered",
                   "raised", "increased", "decreased", "dropped", "settled on")
 _REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more")
 _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took forever", "too dark", "too expensive",
-                      "overkill", "didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
+                      "overkill", "too few", "not enough", "doubling", "didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
                       "forget", "scrap", "ditch", "drop the", "wasn't", "was not", "no,", "nope", "no difference",
                       "not good", "not better", "did nothing", "no luck", "too much", "too little", "ruined")
 
@@ -633,6 +666,8 @@ def _cue_after(toks: list[str], i: int, phrases) -> bool:
     ("forget the 0.01")."""
     after = " " + " ".join(toks[i + 1:]) + " "
     before = " " + " ".join(toks[max(0, i - 5):i]) + " "
+    if i > 0 and toks[i - 1] == "no":
+        return True  # "so no f/4"
     if any(f" {v} " in " " + " ".join(toks[:i]) + " " for v in _SETTING_VERBS):
         return False  # "set GI clamp to 8, the room is too dark": the 8 is what was set
     return any(f" {p} " in after for p in phrases) or any(f" {p} " in before for p in _REJECT_BEFORE)
@@ -663,7 +698,7 @@ def _status(sentence: str, toks: list[str], role: str) -> str:
 
 
 def _confirms(low: str, toks: list[str]) -> bool:
-    return len(toks) <= 10 and _has(low, _CONFIRM)
+    return len(toks) <= 14 and _has(low, _CONFIRM)
 
 
 def _mention(spec: ParamSpec, value: Value, unit: str, status: str) -> Mention:
