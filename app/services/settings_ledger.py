@@ -81,7 +81,7 @@ class SettingsLedger:
 
     # ---- the artist's corrections --------------------------------------------------------------------
     def set(self, name: str, value: str, engine: str | None = None, project: str | None = None, note: str = "") -> Entry:
-        spec = self._one(name, engine)
+        spec = self._one(name, engine, project)
         try:
             parsed, unit = parse_value(spec, value)
         except ValueError as exc:
@@ -94,6 +94,8 @@ class SettingsLedger:
 
     def unset(self, name: str, engine: str | None = None, project: str | None = None) -> None:
         keys = self.resolve(name, engine, project)
+        if len(keys) > 1 and engine is None:
+            keys = [k for k in keys if k[0] == self._project_engine(project)] or keys
         if len(keys) != 1:
             raise RecordError(self._ambiguity(name, keys))
         store = self.memory.store(project)
@@ -151,9 +153,15 @@ class SettingsLedger:
             return e
         raise RecordError(f"unknown engine {engine!r} (known: {', '.join(x for x in self.catalogue.engine_list)})")
 
-    def _one(self, name: str, engine: str | None) -> ParamSpec:
+    def _project_engine(self, project: str | None) -> str:
+        """The engine the project's conversation has been about lately ("" if none)."""
+        return self.book(project).engine if self.memory.store(project).exists() else ""
+
+    def _one(self, name: str, engine: str | None, project: str | None = None) -> ParamSpec:
         eng = self._engine(engine) if engine else None
         specs = self.catalogue.lookup(name, eng)
+        if len(specs) > 1 and eng is None:  # "max samples": the engine the project is talking about
+            specs = [s for s in specs if s.engine == self._project_engine(project)] or specs
         if len(specs) == 1:
             return specs[0]
         if not specs:
