@@ -24,7 +24,9 @@ MAX_TEXT = 20_000  # settings come from the head of a huge paste
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
 _JOIN = {"already", "still", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
-         "down", "up", "into", "are", "were", "s", "'s", "under", "over"}
+         "down", "up", "into", "are", "were", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
+         "kept", "left", "leaving", "i", "we", "did", "keep", "bumped", "dropped", "raised", "lowered",
+         "pushed", "pulled", "cranked", "turned", "moved", "changed", "reduced", "increased", "went"}
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
 
 _QUESTION_START = {"should", "could", "can", "would", "what", "how", "shall", "is", "does", "do", "why", "which"}
@@ -61,8 +63,9 @@ _BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with"
                     "now at", "put it at", "take it to", "took it to", "ok", "okay", "yep", "fine", "then",
                     "down to", "up to", "up it to", "reduce it to", "increase it to", "took", "chose",
                     "picked", "staying at", "staying", "sticking with", "stay at", "bumped to", "dropped to", "lowered to", "raised to", "upped to", "increased to",
-                    "reduced to", "bumped it", "keeping", "keep", "stays at", "stay at", "stays", "leave it at")
-_ENUM_CUES = ("keeping", "keep", "staying on", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
+                    "reduced to", "bumped it", "keeping", "keep", "stays at", "stay at", "stays", "leave it at", "left it",
+                    "left it at", "leaving it at", "leaving at", "leaving it")
+_ENUM_CUES = ("keeping", "keep", "staying on", "staying", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
               "chose", "picked", "settled on", "enable", "enabled", "to")
 _BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to")
@@ -199,6 +202,7 @@ class Extractor:
 
     def _sentence(self, sentence, toks, found, role, status, engine_ctx, ctx, names_engine) -> list[Mention]:
         params = [(s, e, w) for s, e, w in found if not isinstance(w, str)]
+        starts = frozenset(s for s, _, _ in params)
         used: set[int] = {i for s, e, _ in found for i in range(s, e)}
         out: list[Mention] = []
         low = " " + " ".join(toks) + " "
@@ -206,34 +210,40 @@ class Extractor:
             spec = self._resolve(specs, engine_ctx)
             if spec is None:
                 continue
+            spec = self._in_context(spec, toks, start)
             said_which = {"min", "max", "minimum", "maximum"} & set(toks[start:end])
             pairs = [] if said_which else self._min_max_after(spec, toks, end, used, status)
             if pairs:  # "unified samples 32 min, 1024 max"
                 out += pairs
                 continue
             taken = set(used)
-            got = self._value(spec, toks, start, end, used)
+            got = self._value(spec, toks, start, end, used, starts)
             if got is None:
                 continue
             value, unit, restore = got
             at = min(used - taken) if used - taken else start
             st = status
+            if status == PROPOSED and used - taken:  # "drop the clamp to 2 or 4": both are proposals
+                for alt_value, alt_unit in self._alternatives(spec, toks, used, at, max(used - taken) + 1):
+                    out.append(_mention(spec, alt_value, alt_unit, PROPOSED))
             if restore:
                 st = APPLIED if role != "assistant" else PROPOSED
                 if st == APPLIED:
                     out.append(replace(_mention(spec, value, unit, st), restore=True))
                     out += self._sibling(spec, toks, used, st)
                     continue
-            elif status == REJECTED and not _cue_after(toks, at, _REJECT_VALUE_CUES):
+            elif status == REJECTED and not _cue_after(toks, at, _REJECT_VALUE_CUES) \
+                    and not _turned_down(toks, max(used - taken, default=at)):
                 st = APPLIED if not _has(low, _PROPOSAL) else PROPOSED
-            elif status == APPLIED and role != "assistant" and _cue_after(toks, at, _REJECT_VALUE_CUES):
-                st = REJECTED  # "so no f/4", "the 15 was worse"
+            elif status == APPLIED and role != "assistant" and (_cue_after(toks, at, _REJECT_VALUE_CUES)
+                                                                  or _turned_down(toks, max(used - taken, default=at))):
+                st = REJECTED  # "so no f/4", "the 15 was worse", "caustic blur 0.1 too soft"
             out.append(_mention(spec, value, unit, st))
             out += self._sibling(spec, toks, used, st)
         out += self._self_describing(toks, used, status, engine_ctx)
         here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
         if role != "assistant":
-            out += self._contextual(sentence, toks, low, used, status, ctx, engine_ctx, here)
+            out += self._contextual(sentence, toks, low, used, status, ctx, engine_ctx, here, stated=bool(out))
         elif not here:  # the model's "then try 10": a proposal for what was just discussed
             out += [replace(m, status=PROPOSED) for m in self._contextual(sentence, toks, low, used, PROPOSED,
                                                                           replace(ctx, proposals=()), engine_ctx, here)
@@ -241,6 +251,13 @@ class Extractor:
         if names_engine and engine_ctx:
             out += self._candidates(toks, found, used, status, engine_ctx)
         return out
+
+    def _in_context(self, spec: ParamSpec, toks: list[str], start: int) -> ParamSpec:
+        """"intensity" after "HDRI" in the same sentence is the HDRI's intensity."""
+        for (engine, key), (words, other) in _BY_CONTEXT.items():
+            if spec.ident == (engine, key) and any(t in words for t in toks[max(0, start - 12):start]):
+                return self.cat.specs.get((engine, other), spec)
+        return spec
 
     def _resolve(self, specs: list[ParamSpec], engine: str) -> ParamSpec | None:
         if engine:  # the engine being talked about decides; another engine's word means nothing here
@@ -256,7 +273,8 @@ class Extractor:
         return None  # the same words in several engines and no engine in sight
 
     # ---- values -----------------------------------------------------------------------------------
-    def _value(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int]):
+    def _value(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int],
+               starts: frozenset = frozenset()):
         """(value, unit, restore) for the parameter at toks[start:end], consuming the value's tokens."""
         n = len(toks)
         if spec.kind == "bool":
@@ -298,6 +316,11 @@ class Extractor:
                 break
             tok = toks[i]
             got = self._read(spec, toks, i, used)
+            if got is not None and i + got[2] in starts and i == end and start > 0 and start - 1 not in used:
+                before = self._read(spec, toks, start - 1, used, name_at=start)
+                if before is not None and before[2] == 1:  # "64 pixel samples, 4 diffuse limit": 4 is the limit's
+                    used.add(start - 1)
+                    return before[0], before[1], False
             if got is not None:
                 value, unit, width = got
                 if prev == "from":  # "from 4 to 2.8", "from 8 down to 4": the value is the one after "to"
@@ -328,6 +351,21 @@ class Extractor:
             if toks[i] not in _BEFORE_JOIN:
                 break
         return None
+
+    def _alternatives(self, spec: ParamSpec, toks: list[str], used: set[int], lo: int, hi: int) -> list[tuple]:
+        """Other values offered with "or" next to the one read at toks[lo:hi]: "2 or 4", "3 or 4 SSS samples"."""
+        out = []
+        if hi + 1 < len(toks) and toks[hi] == "or" and hi + 1 not in used:
+            got = self._read(spec, toks, hi + 1, used)
+            if got is not None:
+                used.update(range(hi, hi + 1 + got[2]))
+                out.append((got[0], got[1]))
+        if lo >= 2 and toks[lo - 1] == "or" and lo - 2 not in used:
+            got = self._read(spec, toks, lo - 2, used)
+            if got is not None and got[2] == 1:
+                used.update((lo - 2, lo - 1))
+                out.insert(0, (got[0], got[1]))
+        return out
 
     def _unit_value(self, spec: ParamSpec, toks: list[str], start: int, stop: int, used: set[int]):
         """A value further on that carries this parameter's own unit (2700K for a temperature)."""
@@ -408,14 +446,14 @@ class Extractor:
         for phrase, value in _IT_ON_OFF:  # "adaptive sampling was off, turned it on"
             if phrase in rest:
                 return value, "", False
-        for i in range(end, min(len(toks), end + 3)):  # "adaptive sampling on", "motion blur: off"
+        for i in range(end, min(len(toks), end + 4)):  # "adaptive sampling on", "motion blur: off", "was already on"
             if i in used:
                 break
             b = P.bool_word(toks[i])
             if b is not None and toks[i] not in ("no", "none"):
                 used.add(i)
                 return b, "", False
-            if toks[i] not in _JOIN:
+            if toks[i] not in _JOIN and toks[i] not in ("was", "been"):
                 break
         for phrase in _BOOL_OFF:
             if f" {phrase} " in before:
@@ -482,7 +520,8 @@ class Extractor:
                     j -= 1
                 before = " " + " ".join(toks[max(0, j - 3):j])  # the cue must end right before the value
                 after = tuple(toks[i + width:i + width + 2])
-                if (any(before.endswith(f" {c}") for c in _ENUM_CUES) or after in (("it", "is"),) or after[:1] == ("it's",)) \
+                if (any(before.endswith(f" {c}") for c in _ENUM_CUES) or after in (("it", "is"),)
+                        or after[:1] in (("it's",), ("on",)) or (i == 0 and len(toks) <= width + 2)) \
                         and spec.engine in (ANY, engine):
                     used.update(range(i, i + width))
                     kept = any(before.endswith(f" {c}") for c in ("keeping", "keep", "staying on", "stick with",
@@ -507,33 +546,47 @@ class Extractor:
         return any(f" {r} " in before for r in _RESTORE)
 
     # ---- values without a name: "ok, using 4", "back to 25", "done" --------------------------------
-    def _contextual(self, sentence, toks, low, used, status, ctx: Context, engine, here: list) -> list[Mention]:
+    def _contextual(self, sentence, toks, low, used, status, ctx: Context, engine, here: list,
+                    stated: bool = False) -> list[Mention]:
         named = bool(here)
         out: list[Mention] = []
-        values = []
+        values, turned_down = [], []
+        guess_ctx = replace(ctx, last=ctx.last + tuple(here)) if here else ctx
         for i, tok in enumerate(toks):
             if i in used:
                 continue
             num = P.parse_number(tok)
-            if num is None and P.bool_word(tok) is None:
+            if num is None or _not_a_value(toks, i):
+                continue
+            if status != PROPOSED and _turned_down(toks, i):  # "0.5 flickered", "6 was too dim"
+                turned_down.append((i, num))
                 continue
             before = " " + " ".join(toks[max(0, i - 3):i]) + " "
             cues = _BARE_VALUE_CUES if not named else _BARE_VALUE_CUES_STRONG
-            it_is = tuple(toks[i + 1:i + 3]) in (("it", "is"), ("it's",)) or toks[i + 1:i + 2] == ["it's"]
-            unit_says = bool(num and num.unit and not named and any(
+            prev = toks[i - 1] if i else ""
+            loose = not prev or not prev.isalpha() or prev in _JOIN or prev in _BEFORE_JOIN or prev in _AFTER_CUE_OK
+            said = tuple(toks[i + 1:i + 3]) in _VALUE_THEN_PAIRS or toks[i + 1:i + 2] in _VALUE_THEN \
+                or (len(toks) <= 2 and status != PROPOSED and toks[i + 1:] in ([], ["then"]))  # a message that is a value
+            said = loose and said or (status == APPLIED and prev not in ("no", "not") and self._offered(num, ctx))
+            unit_says = bool(num.unit and not named and any(
                 num.unit in ({s.unit.lower(), *s.units} - {""}) for s in ctx.last))  # "maybe 3000K?"
-            if num is not None and (unit_says or it_is or any(f" {c} " in before for c in cues)):
-                nxt = toks[i + 1] if i + 1 < len(toks) else ""
-                if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
-                    continue  # "14 minutes", "15:00"
+            earlier = next((k for k in range(i - 1, -1, -1) if P.parse_number(toks[k]) is not None), None)
+            replaces = earlier is not None and _turned_down(toks, earlier)  # "0.1 too soft, 0.03": the 0.03 replaces it
+            replaces = replaces and status != PROPOSED and not named or replaces and status == REJECTED
+            if unit_says or said or replaces or prev in ("went", "go") or any(f" {c} " in before for c in cues):
                 values.append((i, num, any(f" {r} " in before for r in _RESTORE)))
-        if status == REJECTED and not named:
+        for i, num in turned_down:
+            spec, value, unit = self._guess(num, guess_ctx)
+            if spec is not None:
+                used.add(i)
+                out.append(_mention(spec, value, unit, REJECTED))
+        if status == REJECTED and not named and not turned_down:
             restoring = {i for i, _, r in values if r}
             out += self._rejection(toks, used | restoring, ctx, fallback=not restoring)
         for i, num, restore in values:
             if i in used:
                 continue
-            spec, value, unit = self._guess(num, replace(ctx, last=ctx.last + tuple(here)) if here else ctx)
+            spec, value, unit = self._guess(num, guess_ctx)
             if spec is None:
                 continue
             used.add(i)
@@ -545,8 +598,10 @@ class Extractor:
                 if phrase in low:
                     out.append(_mention(bools[0], value, "", APPLIED if status != PROPOSED else PROPOSED))
                     return out
-        if not values and not named and status != REJECTED and ctx.proposals and _confirms(low, toks):
-            out += [replace(p, status=APPLIED) for p in ctx.proposals[:3] if not isinstance(p.value, tuple)]
+        loose_numbers = any(P.parse_number(t) and i not in used and not _not_a_value(toks, i) for i, t in enumerate(toks))
+        if not values and not named and not stated and not loose_numbers and status != REJECTED and ctx.proposals \
+                and _confirms(low, toks):
+            out += _confirmed(ctx.proposals, toks)
         return out
 
     def _rejection(self, toks: list[str], used: set[int], ctx: Context, fallback: bool = True) -> list[Mention]:
@@ -601,6 +656,15 @@ class Extractor:
                     return spec, got[0], got[1]
         return None, None, ""
 
+    def _offered(self, num: P.Number, ctx: Context) -> bool:
+        """The value is exactly one the model (or the artist) just proposed ("variance, 0.01")."""
+        for p in ctx.proposals:
+            spec = self.cat.specs.get((p.engine, p.parameter))
+            got = P.number_for(spec, num) if spec and spec.kind in ("int", "number") else None
+            if got and not isinstance(p.value, tuple) and P.same_value(got[0], p.value):
+                return True
+        return False
+
     # ---- unknown parameters -----------------------------------------------------------------------
     def _candidates(self, toks, found, used, status, engine) -> list[Mention]:
         out = []
@@ -653,6 +717,59 @@ _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took fore
                       "not good", "not better", "did nothing", "no luck", "too much", "too little", "ruined")
 
 
+_BY_CONTEXT = {(ANY, "light_intensity"): ({"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}, "hdri_intensity")}
+_VALUE_THEN = (["it's"], ["ok"], ["now"], ["yes"], ["yep"], ["yup"], ["set"], ["nice"], ["works"], ["fixed"], ["okay"])
+_VALUE_THEN_PAIRS = (("it", "is"), ("it's",), ("is", "fine"), ("is", "good"), ("did", "it"), ("looks", "good"),
+                     ("fixed", "it"))
+_AFTER_CUE_OK = {"stays", "stay", "staying", "keep", "keeping", "went", "go", "then", "ok", "okay", "yes", "yep", "so",
+                 "and", "but", "just", "did", "tried", "now", "use", "using"}
+# words after a value that turn it down: "0.5 flickered", "256 looked dirty", "6 was too dim", "10 killed the highlights"
+_DOWN_WORDS = {"worse", "flicker", "flickers", "flickered", "flickering", "dirty", "flat", "dull", "blotchy", "noisy",
+               "grainy", "muddy", "harsh", "killed", "kills", "ruined", "broke", "useless", "overkill", "barely",
+               "heavy", "ugly", "wrong", "bad", "slower", "crashed", "crashes", "banding", "fireflies"}
+_DOWN_PHRASES = ("no way", "no good", "no visible", "no difference", "didn't help", "did not help", "didn't work",
+                 "went orange", "not enough", "not good", "not better", "did nothing", "no luck", "undoes")
+_TOO_WHAT = {"soft", "dark", "dim", "flat", "slow", "noisy", "orange", "blue", "bright", "sharp", "strong", "weak",
+             "low", "high", "blurry", "few", "little", "heavy", "expensive", "long", "warm", "cool", "cold", "hot",
+             "contrasty", "saturated", "washed", "harsh", "grainy", "blotchy", "hard", "subtle", "big", "small",
+             "wide", "tight", "shallow", "deep", "much", "muddy", "clean", "plastic", "cg", "smooth", "dull"}
+_GPU_MODEL = re.compile(r"^[1-9]\d{2}0$")  # 3090, 4080, 1060: graphics cards, not values
+
+
+def _not_a_value(toks: list[str], i: int) -> bool:
+    """Numbers that are not settings: "14 minutes", "15:00", "shot 060", "frame 45", "the 3090"."""
+    nxt = toks[i + 1] if i + 1 < len(toks) else ""
+    prev = toks[i - 1] if i else ""
+    if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
+        return True
+    if prev in ("shot", "frame", "frames", "version", "v", "take", "sh", "scene", "page", "cam", "camera", "episode"):
+        return True
+    return bool(_GPU_MODEL.match(toks[i])) and prev in ("the", "a", "rtx", "gtx", "my", "on", "2x", "two", "quadro")
+
+
+def _span(toks: list[str], i: int, width: int = 0) -> list[str]:
+    """The words said about the value at toks[i]: those after it, up to the next value (a time or
+    a size, "took 3h", "12gb", is not one)."""
+    span = []
+    for tok in toks[i + 1:i + 1 + width] if width else toks[i + 1:]:
+        num = P.parse_number(tok)
+        if num is not None and num.unit not in ("h", "min", "s", "gb", "mb", "x"):
+            break
+        span.append(tok)
+    return span
+
+
+def _turned_down(toks: list[str], i: int) -> bool:
+    """The words after the value at toks[i], up to the next number, turn it down."""
+    span = _span(toks, i, 6)
+    if not span:
+        return False
+    text = " " + " ".join(span) + " "
+    if any(w in _DOWN_WORDS for w in span) or any(f" {p} " in text for p in _DOWN_PHRASES):
+        return True
+    return any(a == "too" and b in _TOO_WHAT for a, b in zip(span, span[1:]))
+
+
 def _sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE.split(text) if s and s.strip()]
 
@@ -664,7 +781,7 @@ def _has(low: str, phrases) -> bool:
 def _cue_after(toks: list[str], i: int, phrases) -> bool:
     """A rejection said about the value at toks[i]: after it ("8 was worse"), or just before it
     ("forget the 0.01")."""
-    after = " " + " ".join(toks[i + 1:]) + " "
+    after = " " + " ".join(_span(toks, i)) + " "
     before = " " + " ".join(toks[max(0, i - 5):i]) + " "
     if i > 0 and toks[i - 1] == "no":
         return True  # "so no f/4"
@@ -697,6 +814,24 @@ def _status(sentence: str, toks: list[str], role: str) -> str:
     return APPLIED
 
 
+_ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "latter": -1, "last": -1}
+
+
+def _confirmed(proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]:
+    """What a bare confirmation ("done", "ok, did that", "went with your second suggestion") applies:
+    the proposal it points at by order, else every parameter proposed with one value only — when
+    the model offered options ("8 or 16"), a plain "ok" does not say which."""
+    single = [p for p in proposals if not isinstance(p.value, tuple)]
+    for tok in toks:
+        if tok in _ORDINALS and single:
+            n = _ORDINALS[tok]
+            return [replace(single[n], status=APPLIED)] if -len(single) <= n < len(single) else []
+    counts: dict[tuple[str, str], int] = {}
+    for p in proposals:
+        counts[(p.engine, p.parameter)] = counts.get((p.engine, p.parameter), 0) + 1
+    return [replace(p, status=APPLIED) for p in single if counts[(p.engine, p.parameter)] == 1][:3]
+
+
 def _confirms(low: str, toks: list[str]) -> bool:
     return len(toks) <= 14 and _has(low, _CONFIRM)
 
@@ -718,11 +853,13 @@ def _with_rejections(mentions: list[Mention]) -> list[Mention]:
 
 
 def _dedupe(mentions: list[Mention]) -> list[Mention]:
-    """One mention per (engine, parameter, status): the last one said wins ("8, no, make it 12")."""
+    """One mention per (engine, parameter, status): the last one said wins ("8, no, make it 12"); a
+    proposal keeps each value offered ("8 or 16")."""
     seen: dict[tuple, int] = {}
     out: list[Mention] = []
     for m in mentions:
-        key = (m.engine, m.parameter, m.status, m.candidate)
+        key = (m.engine, m.parameter, m.status, m.candidate,
+               repr(m.value) if m.status == PROPOSED else None)
         if key in seen:
             out[seen[key]] = m
         else:

@@ -84,9 +84,27 @@ _TOKEN = re.compile(
 )
 
 
+_F_NUMBER = re.compile(r"^f(\d+(?:[.,]\d+)?)$")
+
+
 def tokens(text: str) -> list[tuple[str, int]]:
-    """Lower-case tokens with their start offsets."""
-    return [(m.group(0).lower(), m.start()) for m in _TOKEN.finditer(text)]
+    """Lower-case tokens with their start offsets. "3-4" is a number, a dash and a number (a
+    range); "f8" and "f 5.6" are apertures, like "f/8"."""
+    out: list[tuple[str, int]] = []
+    for m in _TOKEN.finditer(text):
+        tok, at = m.group(0).lower(), m.start()
+        if out and tok[0] == "-" and len(tok) > 1 and tok[1].isdigit() and out[-1][1] + len(out[-1][0]) == at \
+                and out[-1][0][-1:].isdigit():
+            out += [("-", at), (tok[1:], at + 1)]
+            continue
+        f = _F_NUMBER.match(tok)
+        if f:
+            tok = "f/" + f.group(1)
+        elif out and out[-1][0] == "f" and _NUM.match(tok) and tok[0].isdigit() and "x" not in tok:
+            out[-1] = ("f/" + tok, out[-1][1])
+            continue
+        out.append((tok, at))
+    return out
 
 
 def word_tokens(phrase: str) -> tuple[str, ...]:
@@ -171,8 +189,11 @@ def bool_word(tok: str) -> bool | None:
 
 
 def resolution(tok: str) -> str | None:
+    """"1920x1080" → "1920x1080"; sizes under 100 px a side ("2x 3090", "25 x 17") are not images."""
     m = _RES.match(tok)
-    return f"{int(m.group(1))}x{int(m.group(2))}" if m else None
+    if not m or min(int(m.group(1)), int(m.group(2))) < 100:
+        return None
+    return f"{int(m.group(1))}x{int(m.group(2))}"
 
 
 def same_value(a: Value, b: Value) -> bool:
