@@ -244,3 +244,29 @@ def test_the_artist_can_teach_kelvin_a_parameter_without_editing_code(make_servi
     svc.flush()
     [cur] = SettingsLedger(svc).current("glass")
     assert (cur.entry.parameter, cur.entry.value, cur.entry.name) == ("caustic_multiplier", 3, "Caustic multiplier")
+
+
+def test_options_stay_options_until_the_artist_picks_one(ex):
+    got = said(ex, "Octane interior today", ("assistant", "You could drop the GI clamp to 2 or 4."), "ok")
+    assert got[1] == [("octane", "gi_clamp", 2, "", PROPOSED), ("octane", "gi_clamp", 4, "", PROPOSED)]
+    assert got[2] == []  # a plain "ok" does not say which
+    got = said(ex, "Octane interior today", ("assistant", "You could drop the GI clamp to 2 or 4."), "went with 4")
+    assert got[2] == [("octane", "gi_clamp", 4, "", APPLIED)]
+    got = said(ex, "Octane interior today", ("assistant", "Try a GI clamp of 8 and a diffuse depth of 4."),
+               "I applied the first one")
+    assert got[2] == [("octane", "gi_clamp", 8, "", APPLIED)]
+
+
+def test_a_value_turned_down_in_passing_and_the_one_that_replaces_it(ex):
+    got = said(ex, "Octane, GI clamp 25", "clamp 10, 5 was too dark", "clamp 3 looked flat, 6")
+    assert got[1] == [("octane", "gi_clamp", 10, "", APPLIED), ("octane", "gi_clamp", 5, "", REJECTED)]
+    assert got[2] == [("octane", "gi_clamp", 3, "", REJECTED), ("octane", "gi_clamp", 6, "", APPLIED)]
+
+
+def test_lists_apertures_and_sizes_the_way_artists_type_them(ex):
+    assert said(ex, "Redshift: 512 samples, 3 gi bounces") == [[
+        ("redshift", "unified_samples_max", 512, "", APPLIED), ("redshift", "gi_bounces", 3, "", APPLIED)]]
+    assert sorted(said(ex, "35mm f8, 2048 by 858 on the 3090")[0]) == sorted([
+        ("", "focal_length", 35, "mm", APPLIED), ("", "f_stop", 8, "", APPLIED),
+        ("", "resolution", "2048x858", "px", APPLIED)])
+    assert said(ex, "Octane render on 2x 3090, shot 060 at frame 45") == [[]]

@@ -68,7 +68,8 @@ _BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with"
 _ENUM_CUES = ("keeping", "keep", "staying on", "staying", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
               "chose", "picked", "settled on", "enable", "enabled", "to")
 _BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "go with", "went with",
-                          "going with", "change it to", "set it to")
+                          "going with", "change it to", "set it to", "raised it to", "lowered it to", "bumped it to",
+                          "dropped it to", "put it at", "set it at", "changed it to", "moved it to", "took it to")
 _BOOL_OFF_VERBS = ("disable", "disabled", "disabling", "turning off", "turn off", "turned off", "switch off", "switched off", "deactivate",
                    "deactivated", "uncheck", "unchecked", "untick", "kill", "killed")
 _BOOL_ON_VERBS = ("enable", "enabled", "enabling", "turning on", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
@@ -223,9 +224,11 @@ class Extractor:
             value, unit, restore = got
             at = min(used - taken) if used - taken else start
             st = status
+            later: list[Mention] = []
             if status == PROPOSED and used - taken:  # "drop the clamp to 2 or 4": both are proposals
-                for alt_value, alt_unit in self._alternatives(spec, toks, used, at, max(used - taken) + 1):
-                    out.append(_mention(spec, alt_value, alt_unit, PROPOSED))
+                earlier, after = self._alternatives(spec, toks, used, at, max(used - taken) + 1)
+                out += [_mention(spec, v, u, PROPOSED) for v, u in earlier]
+                later = [_mention(spec, v, u, PROPOSED) for v, u in after]
             if restore:
                 st = APPLIED if role != "assistant" else PROPOSED
                 if st == APPLIED:
@@ -239,6 +242,7 @@ class Extractor:
                                                                   or _turned_down(toks, max(used - taken, default=at))):
                 st = REJECTED  # "so no f/4", "the 15 was worse", "caustic blur 0.1 too soft"
             out.append(_mention(spec, value, unit, st))
+            out += later
             out += self._sibling(spec, toks, used, st)
         out += self._self_describing(toks, used, status, engine_ctx)
         here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
@@ -352,20 +356,21 @@ class Extractor:
                 break
         return None
 
-    def _alternatives(self, spec: ParamSpec, toks: list[str], used: set[int], lo: int, hi: int) -> list[tuple]:
-        """Other values offered with "or" next to the one read at toks[lo:hi]: "2 or 4", "3 or 4 SSS samples"."""
-        out = []
+    def _alternatives(self, spec: ParamSpec, toks: list[str], used: set[int], lo: int, hi: int):
+        """Other values offered with "or" next to the one read at toks[lo:hi] ("2 or 4", "3 or 4 SSS
+        samples"): (those said before it, those said after it)."""
+        before, after = [], []
         if hi + 1 < len(toks) and toks[hi] == "or" and hi + 1 not in used:
             got = self._read(spec, toks, hi + 1, used)
             if got is not None:
                 used.update(range(hi, hi + 1 + got[2]))
-                out.append((got[0], got[1]))
+                after.append((got[0], got[1]))
         if lo >= 2 and toks[lo - 1] == "or" and lo - 2 not in used:
             got = self._read(spec, toks, lo - 2, used)
             if got is not None and got[2] == 1:
                 used.update((lo - 2, lo - 1))
-                out.insert(0, (got[0], got[1]))
-        return out
+                before.append((got[0], got[1]))
+        return before, after
 
     def _unit_value(self, spec: ParamSpec, toks: list[str], start: int, stop: int, used: set[int]):
         """A value further on that carries this parameter's own unit (2700K for a temperature)."""
@@ -469,7 +474,8 @@ class Extractor:
             return []
         out = []
         for j in range(end, min(len(toks) - 1, end + 8)):
-            if j in used or toks[j + 1] not in ("min", "max", "minimum", "maximum"):
+            if j in used or toks[j + 1] not in ("min", "max", "minimum", "maximum") \
+                    or (j + 2 < len(toks) and toks[j + 2] in words):  # "max subdivs is 24, min subdivs 1"
                 continue
             which = toks[j + 1][:3]
             key = "_".join(which if w in ("min", "max") else w for w in words)
@@ -528,6 +534,13 @@ class Extractor:
                                                                   "sticking with"))
                     out.append(_mention(spec, value, "", APPLIED if kept and status == REJECTED else status))
                     continue
+            named_res = _NAMED_RESOLUTIONS.get((tok, toks[i + 1] if i + 1 < len(toks) else "")) \
+                or _NAMED_RESOLUTIONS.get((tok, ""))
+            res_spec = self.cat.specs.get((ANY, "resolution"))
+            if named_res and res_spec is not None:  # "4K DCI", "1080p"
+                used.add(i)
+                out.append(_mention(res_spec, named_res, res_spec.unit, status))
+                continue
             num = P.parse_number(tok)
             nxt = toks[i + 1] if i + 1 < len(toks) else ""
             unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm") else "")
@@ -537,7 +550,8 @@ class Extractor:
             got = self._read(spec, toks, i, used) if spec else None
             if got is not None:
                 used.add(i)
-                out.append(_mention(spec, got[0], got[1], status))
+                said_no = status == APPLIED and i > 0 and toks[i - 1] in ("no", "not")  # "so no f/4"
+                out.append(_mention(spec, got[0], got[1], REJECTED if said_no else status))
         return out
 
     @staticmethod
@@ -551,7 +565,7 @@ class Extractor:
         named = bool(here)
         out: list[Mention] = []
         values, turned_down = [], []
-        guess_ctx = replace(ctx, last=ctx.last + tuple(here)) if here else ctx
+        guess_ctx = replace(ctx, last=ctx.last + tuple(here), proposals=()) if here else ctx  # "it": what was named
         for i, tok in enumerate(toks):
             if i in used:
                 continue
@@ -572,7 +586,7 @@ class Extractor:
                 num.unit in ({s.unit.lower(), *s.units} - {""}) for s in ctx.last))  # "maybe 3000K?"
             earlier = next((k for k in range(i - 1, -1, -1) if P.parse_number(toks[k]) is not None), None)
             replaces = earlier is not None and _turned_down(toks, earlier)  # "0.1 too soft, 0.03": the 0.03 replaces it
-            replaces = replaces and status != PROPOSED and not named or replaces and status == REJECTED
+            replaces = replaces and status != PROPOSED
             if unit_says or said or replaces or prev in ("went", "go") or any(f" {c} " in before for c in cues):
                 values.append((i, num, any(f" {r} " in before for r in _RESTORE)))
         for i, num in turned_down:
@@ -598,6 +612,10 @@ class Extractor:
                 if phrase in low:
                     out.append(_mention(bools[0], value, "", APPLIED if status != PROPOSED else PROPOSED))
                     return out
+        if named and status == APPLIED and ctx.proposals:  # "I applied the first three but kept transmission at 12"
+            taken = _taken(ctx.proposals, toks, tuple(s.ident for s in here))
+            if taken:
+                out += taken
         loose_numbers = any(P.parse_number(t) and i not in used and not _not_a_value(toks, i) for i, t in enumerate(toks))
         if not values and not named and not stated and not loose_numbers and status != REJECTED and ctx.proposals \
                 and _confirms(low, toks):
@@ -639,14 +657,15 @@ class Extractor:
     def _guess(self, num: P.Number, ctx: Context):
         """The parameter a bare value most likely belongs to: a proposal with that value, else the
         parameter last talked about."""
+        numeric = ("number", "int", "range")
         for p in ctx.proposals:
             spec = self.cat.specs.get((p.engine, p.parameter))
-            got = P.number_for(spec, num) if spec else None
+            got = P.number_for(spec, num) if spec and spec.kind in numeric else None
             if got and (P.same_value(got[0], p.value) or isinstance(p.value, tuple)):
                 return spec, got[0], got[1]
         if len(ctx.proposals) == 1:
             spec = self.cat.specs.get((ctx.proposals[0].engine, ctx.proposals[0].parameter))
-            got = P.number_for(spec, num) if spec else None
+            got = P.number_for(spec, num) if spec and spec.kind in numeric else None
             if got:
                 return spec, got[0], got[1]
         for spec in reversed(ctx.last):  # the most recent parameter this value can belong to
@@ -717,8 +736,10 @@ _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took fore
                       "not good", "not better", "did nothing", "no luck", "too much", "too little", "ruined")
 
 
+_NAMED_RESOLUTIONS = {("4k", "dci"): "4096x2160", ("2k", "dci"): "2048x1080", ("4k", "uhd"): "3840x2160",
+                      ("uhd", ""): "3840x2160"}
 _BY_CONTEXT = {(ANY, "light_intensity"): ({"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}, "hdri_intensity")}
-_VALUE_THEN = (["it's"], ["ok"], ["now"], ["yes"], ["yep"], ["yup"], ["set"], ["nice"], ["works"], ["fixed"], ["okay"])
+_VALUE_THEN = (["stays"], ["it's"], ["ok"], ["now"], ["yes"], ["yep"], ["yup"], ["set"], ["nice"], ["works"], ["fixed"], ["okay"])
 _VALUE_THEN_PAIRS = (("it", "is"), ("it's",), ("is", "fine"), ("is", "good"), ("did", "it"), ("looks", "good"),
                      ("fixed", "it"))
 _AFTER_CUE_OK = {"stays", "stay", "staying", "keep", "keeping", "went", "go", "then", "ok", "okay", "yes", "yep", "so",
@@ -815,6 +836,9 @@ def _status(sentence: str, toks: list[str], role: str) -> str:
 
 
 _ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "latter": -1, "last": -1}
+_COUNTS = {"both": 2, "two": 2, "three": 3, "four": 4, "all": 9, "everything": 9, "those": 9, "these": 9}
+_TOOK = ("applied", "did", "done", "went with", "took", "used", "using", "set", "tried", "followed", "changed",
+         "made", "put")
 
 
 def _confirmed(proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]:
@@ -822,6 +846,9 @@ def _confirmed(proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]
     the proposal it points at by order, else every parameter proposed with one value only — when
     the model offered options ("8 or 16"), a plain "ok" does not say which."""
     single = [p for p in proposals if not isinstance(p.value, tuple)]
+    taken = _taken(proposals, toks)
+    if taken is not None:
+        return taken
     for tok in toks:
         if tok in _ORDINALS and single:
             n = _ORDINALS[tok]
@@ -830,6 +857,28 @@ def _confirmed(proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]
     for p in proposals:
         counts[(p.engine, p.parameter)] = counts.get((p.engine, p.parameter), 0) + 1
     return [replace(p, status=APPLIED) for p in single if counts[(p.engine, p.parameter)] == 1][:3]
+
+
+def _taken(proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -> list[Mention] | None:
+    """"I applied the first three", "done on both", "went with your second suggestion", "did all of
+    those": the proposals a message takes by count or order (None: it does not say)."""
+    low = " " + " ".join(toks) + " "
+    if not any(f" {t} " in low for t in _TOOK):
+        return None
+    single = [p for p in proposals if not isinstance(p.value, tuple) and (p.engine, p.parameter) not in named]
+    for i, tok in enumerate(toks):
+        n = _ORDINALS.get(tok)
+        if n is not None and i + 1 < len(toks) and toks[i + 1] in _COUNTS and n == 0:  # "the first three"
+            return [replace(p, status=APPLIED) for p in single[:_COUNTS[toks[i + 1]]]]
+        if n is not None and i + 1 < len(toks) and toks[i + 1] in ("suggestion", "one", "option", "idea", "proposal"):
+            return [replace(single[n], status=APPLIED)] if -len(single) <= n < len(single) else []
+        if tok in _COUNTS and (i + 1 == len(toks) or toks[i + 1] in ("of", "changes", "suggestions", "settings", "in",
+                                                                     "now", "things", "and", "as", "you")):
+            keys = {(p.engine, p.parameter) for p in single}
+            if tok in ("both", "two", "three", "four") and len(keys) != _COUNTS[tok]:
+                continue
+            return [replace(p, status=APPLIED) for p in single]
+    return None
 
 
 def _confirms(low: str, toks: list[str]) -> bool:

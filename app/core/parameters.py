@@ -75,6 +75,7 @@ def specs_from_dict(data: dict) -> list[ParamSpec]:
 _TOKEN = re.compile(
     r"f/\d+(?:[.,]\d+)?"  # f/2.8
     r"|\d+\s?[x×]\s?\d+(?!\d|\.\d)"  # 1920x1080 (a full stop may follow)
+    r"|\d{3,5} by \d{3,5}(?!\d|\.\d)"  # 2048 by 858
     r"|\d{1,2}:\d{2}(?::\d{2})?(?![\d])"  # 8:00:00, 15:00 (a time, never a number)
     r"|1/\d+(?!\d|\.\d)"  # 1/125
     r"|[-+]?\d+(?:[.,]\d+)*(?:%|°|[a-zA-Z]+)?"  # 10  0.5  1,024  2k  35mm  5600K  +0.5ev
@@ -113,7 +114,7 @@ def word_tokens(phrase: str) -> tuple[str, ...]:
 
 # ---- values -----------------------------------------------------------------------------------------
 _NUM = re.compile(r"^([-+]?)(\d+(?:[.,]\d+)*)(%|°|[a-z]+)?$")
-_RES = re.compile(r"^(\d+)\s?[x×]\s?(\d+)$")
+_RES = re.compile(r"^(\d+)\s?(?:[x×]|by)\s?(\d+)$")
 _TRUE = {"on", "true", "yes", "enabled", "enable", "checked", "active"}
 _FALSE = {"off", "false", "no", "disabled", "disable", "unchecked", "none"}
 MULTIPLIERS = {"k": 1000}
