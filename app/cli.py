@@ -68,6 +68,20 @@ def _parser() -> argparse.ArgumentParser:
     su.add_argument("parameter")
     su.add_argument("--engine")
 
+    gpu = sub.add_parser("gpu", help="the VRAM guard: GPU status, live watch, record and replay traces")
+    gsub = gpu.add_subparsers(dest="gpu_command", required=True)
+    gs = gsub.add_parser("status", help="one reading of the GPU, Kelvin's models, and what the guard would do")
+    gs.add_argument("--json", action="store_true")
+    gw = gsub.add_parser("watch", help="live samples and the guard's decisions (only watching: unloads nothing)")
+    gw.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl+C)")
+    gr = gsub.add_parser("record", help="save real samples as a trace (JSON lines)")
+    gr.add_argument("file", type=Path)
+    gr.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl+C)")
+    gp = gsub.add_parser("replay", help="run the real guard and its actions (against the Ollama host) on a trace")
+    gp.add_argument("trace", type=Path)
+    gp.add_argument("--json", action="store_true", help="one JSON line per event")
+    gp.add_argument("--realtime", action="store_true", help="play the trace at its own pace")
+
     mem = sub.add_parser("memory", help="search, import and curate what Kelvin remembers")
     msub = mem.add_subparsers(dest="memory_command", required=True)
 
@@ -291,11 +305,17 @@ def _chat(args, settings, service) -> int:
     if args.question and not args.once:
         raise _Usage("to ask one question and exit, add --once")
     conversation = Conversation(settings, service, mode=Mode.parse(args.mode or settings.mode))
+    guard = None
     try:
         if args.once:
             return terminal.chat_once(conversation, args.question, args.json)
+        from app.gpu_terminal import start_guard
+
+        guard = start_guard(settings, conversation, service)
         return terminal.chat_loop(conversation)
     finally:
+        if guard is not None:
+            guard.stop()
         conversation.close()
 
 
@@ -305,6 +325,18 @@ class _Usage(Exception):
 
 class _Expected(Exception):
     pass
+
+
+def _gpu(args, settings) -> int:
+    from app import gpu_terminal as g
+
+    if args.gpu_command == "status":
+        return g.status(settings, args.json)
+    if args.gpu_command == "watch":
+        return g.watch(settings, args.seconds)
+    if args.gpu_command == "record":
+        return g.record(settings, args.file, args.seconds)
+    return g.replay_trace(settings, args.trace, args.json, args.realtime)
 
 
 def _welcome(settings) -> int:
@@ -319,6 +351,7 @@ def _welcome(settings) -> int:
     print("  kelvin chat --once \"question\"    one answer, for scripts")
     print("  kelvin doctor                    check Ollama, models, GPU and memory")
     print("  kelvin memory search \"GI clamp\"  search what Kelvin remembers")
+    print("  kelvin gpu status                the GPU, Kelvin's models and the VRAM guard")
     return EXIT_OK
 
 
@@ -346,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.command == "doctor":
             return terminal.doctor(settings, args.json)
+        if args.command == "gpu":
+            return _gpu(args, settings)
         from app.services.memory import MemoryService
 
         service = MemoryService(settings)

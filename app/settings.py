@@ -52,6 +52,22 @@ class Settings:
                           "KELVIN_INDEX_URI")
     ollama_timeout_s: float = _opt(30.0, "Seconds to wait for Ollama before giving up on a request.",
                                    "KELVIN_OLLAMA_TIMEOUT")
+    vram_guard: bool = _opt(True, "Watch the GPU (NVIDIA, through NVML) and move Kelvin off it when a render needs "
+                            "the VRAM.", "KELVIN_VRAM_GUARD")
+    gpu_interval_ms: int = _opt(500, "How often the VRAM guard reads the GPU, in milliseconds (250–2000).",
+                                "KELVIN_GPU_INTERVAL_MS")
+    vram_margin_mb: int = _opt(1024, "VRAM (MB) kept free for others on top of what Kelvin's models take; less free "
+                               "than that for others and Kelvin leaves the GPU.", "KELVIN_VRAM_MARGIN_MB")
+    vram_reserve_mb: int = _opt(0, "A fixed amount of free VRAM (MB) below which Kelvin leaves the GPU; 0: the size "
+                                "of Kelvin's models plus the margin.", "KELVIN_VRAM_RESERVE_MB")
+    vram_hold_s: float = _opt(20.0, "Seconds the GPU must stay free after a render before Kelvin goes back to it.",
+                              "KELVIN_VRAM_HOLD_S")
+    yield_mode: str = _opt("cpu", "How Kelvin answers while a render has the GPU: 'cpu' (the same model on the CPU) "
+                           "or 'recall' (answers quoted from memory).", "KELVIN_YIELD_MODE")
+    preload_after_render: bool = _opt(False, "Load the chat model back onto the GPU as soon as a render ends, "
+                                      "instead of with the next question.", "KELVIN_PRELOAD_AFTER_RENDER")
+    renderer_processes: str = _opt("", "More process names that count as renderers, comma-separated "
+                                   "(e.g. 'myfarmclient, hrender').", "KELVIN_RENDERER_PROCESSES")
     schema_version: int = _opt(SCHEMA_VERSION, "Version of this settings layout (for migrations).")
 
     # ---- derived -------------------------------------------------------------------------------
@@ -87,6 +103,12 @@ def config_file() -> Path:
 
 
 def _coerce(name: str, value: object, kind: type) -> object:
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        raise SettingsError(f"setting {name!r} must be true or false (got {value!r})")
     try:
         if kind is int and not isinstance(value, bool):
             return int(value)  # type: ignore[arg-type]
@@ -136,4 +158,10 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Settings
         raise SettingsError("num_ctx must be at least 1024 tokens")
     if settings.mode not in ("gpu", "cpu", "recall"):
         raise SettingsError(f"mode must be gpu, cpu or recall (got {settings.mode!r})")
+    if settings.yield_mode not in ("cpu", "recall"):
+        raise SettingsError(f"yield_mode must be cpu or recall (got {settings.yield_mode!r})")
+    if not 250 <= settings.gpu_interval_ms <= 2000:
+        raise SettingsError(f"gpu_interval_ms must be between 250 and 2000 (got {settings.gpu_interval_ms})")
+    if settings.vram_margin_mb < 0 or settings.vram_reserve_mb < 0 or settings.vram_hold_s < 0:
+        raise SettingsError("vram_margin_mb, vram_reserve_mb and vram_hold_s cannot be negative")
     return settings

@@ -13,8 +13,9 @@ per-process memory) plus what it knows of the processes:
 * **a renderer's VRAM rising fast** — a renderer process (by name) grew by at least ``rise_mb``
   within ``rise_window_s`` (a new renderer process counts from zero). Where per-process memory is
   not reported, the memory used by everything but Kelvin on a GPU a renderer is on counts;
-* **heavy GPU work by a renderer** — a renderer is on the GPU and utilisation has stayed at or
-  above ``busy_util`` % for ``busy_s`` (a viewport spike is shorter);
+* **heavy GPU work by a renderer** — a renderer is on the GPU (and, where the driver reports
+  per-process memory, holds the most of it) and utilisation has stayed at or above ``busy_util`` %
+  for ``busy_s`` (a viewport spike is shorter; a game beside an open Blender is the game's);
 * **the artist** — "Free VRAM now" (held until "Resume").
 
 Kelvin comes back only after the pressure has stayed gone for ``hold_s`` (hysteresis), so a
@@ -37,6 +38,11 @@ DEFAULT_RENDERERS = (
     "houdini", "houdinifx", "houdinicore", "hython", "hbatch", "maya", "maya.bin", "mayabatch", "render",
     "3dsmax", "3dsmaxcmd", "katana", "katanabin", "unreal", "unrealeditor",
 )
+# Processes that only ever render: one appearing with its memory already taken is a render starting.
+# Host applications (Cinema 4D, Houdini, …) count from their first reading: opening one is not a render.
+RENDER_ONLY = frozenset({"octane", "octanerender", "octane_node", "octanenode", "redshiftcmdline", "redshiftbenchmark",
+                         "kick", "husk", "vray", "corona", "commandline", "hbatch", "mayabatch", "render", "3dsmaxcmd",
+                         "katanabin"})
 OLLAMA_PROCESSES = ("ollama", "ollama_llama_server", "ollama app", "llama-server")
 
 
@@ -159,11 +165,11 @@ class _Seen:
     busy_since: dict[int, float] = field(default_factory=dict)  # gpu → t utilisation went high with a renderer
 
 
-def _mb(n: float) -> str:
+def mb_text(n: float) -> str:
     return f"{n / 1024:.1f} GB" if n >= 1024 else f"{int(n)} MB"
 
 
-def _label(name: str) -> str:
+def renderer_label(name: str) -> str:
     key = process_key(name)
     pretty = {"octane": "Octane", "octanerender": "Octane", "octane_node": "the Octane render node",
               "octanenode": "the Octane render node", "redshiftcmdline": "Redshift", "kick": "Arnold (kick)",
@@ -295,19 +301,22 @@ class VramPolicy:
             free_for_others = g.free_mb + mine
             if not found and free_for_others < self.reserve_mb:
                 who = renderers[0].name if renderers else ""
-                found = Pressure(f"{_label(who) + ' is using the VRAM: ' if who else ''}only "
-                                 f"{_mb(free_for_others)} free on GPU {g.index}, under the "
-                                 f"{_mb(self.reserve_mb)} Kelvin keeps in reserve", who)
+                found = Pressure(f"{renderer_label(who) + ' is using the VRAM: ' if who else ''}only "
+                                 f"{mb_text(free_for_others)} free on GPU {g.index}, under the "
+                                 f"{mb_text(self.reserve_mb)} Kelvin keeps in reserve", who)
             # a renderer's memory rising fast (per process where the driver says, else the device's)
             known = [p for p in renderers if p.used_mb is not None]
             for p in known:
                 key = (g.index, p.pid)
                 live.add(key)
-                hist = seen.proc_mb.setdefault(key, [(s.t - c.rise_window_s, 0)])  # a new renderer starts at 0
+                if key not in seen.proc_mb:  # a render-only process that appears mid-session starts from zero
+                    fresh = self.last is not None and process_key(p.name) in RENDER_ONLY
+                    seen.proc_mb[key] = [(s.t - c.rise_window_s, 0)] if fresh else []
+                hist = seen.proc_mb[key]
                 hist.append((s.t, p.used_mb))
                 rise = self._rise(hist, s.t)
                 if not found and rise >= c.rise_mb:
-                    found = Pressure(f"a render started in {_label(p.name)}: its VRAM grew by {_mb(rise)} in "
+                    found = Pressure(f"a render started in {renderer_label(p.name)}: its VRAM grew by {mb_text(rise)} in "
                                      f"{c.rise_window_s:g} s", p.name)
             others = g.used_mb - mine
             hist = seen.others_mb.setdefault(g.index, [])
@@ -315,20 +324,32 @@ class VramPolicy:
             if renderers and not known:
                 rise = self._rise(hist, s.t)
                 if not found and rise >= c.rise_mb:
-                    found = Pressure(f"a render started in {_label(renderers[0].name)}: VRAM in use grew by "
-                                     f"{_mb(rise)} in {c.rise_window_s:g} s", renderers[0].name)
+                    found = Pressure(f"a render started in {renderer_label(renderers[0].name)}: VRAM in use grew by "
+                                     f"{mb_text(rise)} in {c.rise_window_s:g} s", renderers[0].name)
             else:
                 self._rise(hist, s.t)  # keep the window trimmed
-            if renderers and g.util is not None and g.util >= c.busy_util:
+            if self._working(renderers, procs) and g.util is not None and g.util >= c.busy_util:
                 start = seen.busy_since.setdefault(g.index, s.t)
                 if not found and s.t - start >= c.busy_s:
-                    found = Pressure(f"{_label(renderers[0].name)} is rendering: GPU {g.index} busy at {g.util}% "
+                    found = Pressure(f"{renderer_label(renderers[0].name)} is rendering: GPU {g.index} busy at {g.util}% "
                                      f"for {s.t - start:.0f} s", renderers[0].name)
             else:
                 seen.busy_since.pop(g.index, None)
         for key in [k for k in seen.proc_mb if k not in live]:
             del seen.proc_mb[key]  # the process left
         return found
+
+    def _working(self, renderers: list[ProcessSample], procs: list[ProcessSample]) -> bool:
+        """Is the GPU's utilisation likely a renderer's? Yes where the driver does not say who holds
+        what; else only if a renderer holds the most memory of everything but Kelvin (a game beside
+        an open Blender is the game's)."""
+        if not renderers:
+            return False
+        known = [p for p in procs if p.used_mb is not None and process_key(p.name) not in self._ollama]
+        if not known or all(p.used_mb is None for p in renderers):
+            return True
+        top = max(known, key=lambda p: p.used_mb or 0)
+        return process_key(top.name) in self._renderers
 
     def _rise(self, hist: list[tuple[float, int]], now: float) -> int:
         """Growth within the window: the newest value over the lowest one in it."""

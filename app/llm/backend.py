@@ -265,6 +265,15 @@ class OllamaBackend:
         resp = self._call("", self._client.ps)
         return [LoadedModel(m.name or m.model or "", int(m.size or 0), int(m.size_vram or 0)) for m in resp.models]
 
+    def preload(self, model: str, keep_alive: str = "5m") -> None:
+        """Load the model on the GPU now (an empty generate request), so the next answer starts fast."""
+        try:
+            self._call(model, self._client.generate, model=model, keep_alive=keep_alive)
+        except ServerError as exc:  # an embedding model cannot generate: load it with an embedding
+            if exc.status != 400:
+                raise
+            self._call(model, self._client.embed, model=model, input="load", keep_alive=keep_alive)
+
     def unload(self, model: str, confirm_s: float = 5.0) -> bool:
         """Free the model's memory now; True once ``ps`` no longer lists it (or it was not loaded)."""
         wanted = full_name(model)

@@ -64,6 +64,7 @@ class OllamaEmbedder:
         self._client = ollama.Client(host=host, timeout=timeout_s)
         self._dim: int | None = None
         self._prefix = model.split(":")[0].startswith("nomic-embed")
+        self.cpu = False  # the VRAM guard moved Kelvin off the GPU: embed on the CPU (num_gpu 0)
 
     def dim(self) -> int:
         if self._dim is None:
@@ -77,7 +78,8 @@ class OllamaEmbedder:
         out: list[list[float]] = []
         for i in range(0, len(texts), self.BATCH):
             try:
-                resp = self._client.embed(model=self.model, input=list(texts[i : i + self.BATCH]), truncate=True)
+                resp = self._client.embed(model=self.model, input=list(texts[i : i + self.BATCH]), truncate=True,
+                                          options={"num_gpu": 0} if self.cpu else None)
             except TRANSPORT_ERRORS as exc:
                 raise EmbedderUnavailable(str(explain(exc, self.host, self.model))) from None
             out.extend(list(map(float, v)) for v in resp.embeddings)

@@ -101,6 +101,8 @@ class Conversation:
         self._turn_stop = threading.Event()  # the current turn's cancel token (a new one each turn)
         self._summary_stop = threading.Event()
         self._stream: tuple[str, ChatStream] | None = None  # ("turn" | "summary", the stream)
+        self._streaming_mode: Mode | None = None  # the mode of the reply streaming now
+        self._cancel_reason = ""
         self._after_turn_thread: threading.Thread | None = None
         self._notes: dict[str, str] = {}
         self.project = ""
@@ -143,12 +145,19 @@ class Conversation:
             self._stop_background(wait=False)
         self.mode = mode
 
-    def cancel(self) -> None:
-        """Stop the reply being streamed (any thread). The partial answer is kept, marked as stopped."""
+    def cancel(self, reason: str = "") -> None:
+        """Stop the reply being streamed (any thread). The partial answer is kept, marked as stopped
+        (by the artist, or ``reason``: "Kelvin gave the GPU to a render in Octane")."""
+        self._cancel_reason = reason
         self._turn_stop.set()
         current = self._stream
         if current is not None and current[0] == "turn":
             current[1].cancel()
+
+    @property
+    def replying_on_gpu(self) -> bool:
+        """A reply (or a background summary) is streaming from the model on the GPU right now."""
+        return self._stream is not None and self._streaming_mode is Mode.GPU
 
     def close(self) -> None:
         """Stop what runs, wait (bounded) for it to let go, hang up."""
@@ -172,7 +181,7 @@ class Conversation:
             return self.run_command(cmd)
         text = check_text(commands.unescape(text), "question")
         stop = threading.Event()
-        self._turn_stop = stop  # a cancel from now on stops this turn, and only this one
+        self._turn_stop, self._cancel_reason = stop, ""  # a cancel from now on stops this turn, and only this one
         self._stop_background(wait=True)  # a new question wins over a summary in progress
         with self._inference:
             if self.projects.today() != self._day:  # Kelvin left open overnight: a new day starts clean
@@ -281,7 +290,7 @@ class Conversation:
             result.error, result.error_kind = f"Kelvin hit an unexpected error ({exc.__class__.__name__}: {exc})", "internal"
         result.text = "".join(parts)
         if turn.stop.is_set() and result.status in ("complete", "cut"):
-            result.status = "cancelled"
+            result.status, result.error = "cancelled", self._cancel_reason
         if result.status == "complete" and not result.text.strip():
             result.status, result.error, result.error_kind = "failed", "the model gave an empty reply", "empty"
         return result
@@ -344,6 +353,7 @@ class Conversation:
         stream = self.backend.chat(turn.model, messages, tools=tools.SCHEMAS if tools_on else None,
                                    num_ctx=self.budget.num_ctx, cpu=turn.mode is Mode.CPU, num_predict=num_predict)
         self._stream = (kind, stream)  # published before the check below: a cancel sees one or the other
+        self._streaming_mode = turn.mode
         final, calls = None, []
         try:
             if stop.is_set():
@@ -357,7 +367,7 @@ class Conversation:
                 if chunk.done:
                     final = chunk
         finally:
-            self._stream = None
+            self._stream, self._streaming_mode = None, None
             stream.close()
         return final, calls
 
@@ -398,7 +408,8 @@ class Conversation:
         text = result.text.strip()
         status = {"complete": "", "recall": "recall"}.get(result.status, result.status)
         if result.status == "cancelled":
-            text = (text + "\n\n[stopped by the artist]") if text else "[stopped before the reply began]"
+            why = f"stopped: {result.error}" if result.error else "stopped by the artist"
+            text = (text + f"\n\n[{why}]") if text else f"[{why} before the reply began]"
         elif result.status == "cut":
             text = f"{text}\n\n[reply cut off: {result.error}]"
         elif result.status == "failed":

@@ -128,6 +128,7 @@ class OllamaTestServer:
         self.models = {k: _as_spec(v) for k, v in (DEFAULT_MODELS if models is None else models).items()}
         self.available = {k: _as_spec(v) for k, v in (available or {}).items()}  # pullable specs
         self.requests: list[tuple[str, dict | None]] = []  # (path, JSON body) of every request
+        self.request_times: list[float] = []  # time.monotonic() at which each request arrived (same order)
         self.loads: list[tuple[str, dict]] = []  # every (re)load: (model, load-time options)
         self.errors: list[BaseException] = []  # exceptions raised inside handlers (should stay [])
         self.delay_s = delay_s  # sleep per reply chunk / pull step (stream or not)
@@ -197,6 +198,12 @@ class OllamaTestServer:
     def requests_to(self, path: str) -> list[dict | None]:
         """Bodies of the requests sent to ``path``, oldest first."""
         return [body for p, body in self.requests if p == path]
+
+    def unloads(self) -> list[tuple[str, float]]:
+        """(model, arrival time) of every unload request (``keep_alive: 0``), oldest first."""
+        return [(body.get("model", ""), at) for (path, body), at in zip(self.requests, self.request_times)
+                if path in ("/api/generate", "/api/chat", "/api/embed") and isinstance(body, dict)
+                and "keep_alive" in body and _keep_alive_s(body["keep_alive"]) == 0]
 
     def loaded(self) -> list[str]:
         """Names of the models loaded now (what /api/ps lists)."""
@@ -342,6 +349,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         owner, path = self.server.owner, self.path.split("?", 1)[0]
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        owner.request_times.append(time.monotonic())
         try:
             body = json.loads(raw) if raw else None
         except ValueError:

@@ -1,0 +1,295 @@
+"""The VRAM guard at work (Qt-free): a sampler reads the GPU, the policy (:mod:`app.core.vram`)
+decides, and the actions run — unload every model Kelvin loaded (``keep_alive: 0``, confirmed with
+``ps``), move the conversation to the CPU or to recall, stop a reply streaming on the GPU (its
+partial text is kept), tell the artist; and, when the render is over, go back.
+
+One thread samples (every ``gpu_interval_ms``) and owns the policy; the actions run on a single
+worker of their own, so a slow Ollama never stalls the sampling, and report back through the
+guard's command queue. ``synchronous=True`` runs the actions inline on the caller's thread — what
+``kelvin gpu replay`` uses to play a trace on its own clock.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol
+
+from app.core.commands import Mode
+from app.core.vram import (DEFAULT_RENDERERS, OFF, RESUME, UNLOAD, GuardConfig, Sample, Transition, VramPolicy,
+                           mb_text, renderer_label)
+from app.llm.backend import OllamaBackend, full_name
+from app.llm.errors import OllamaUnavailable
+from app.settings import Settings
+
+log = logging.getLogger("kelvin.gpu")
+
+PS_EVERY_S = 2.0  # how often Kelvin asks Ollama what its models hold on the GPU
+
+
+class SampleSource(Protocol):
+    problem: str
+
+    def sample(self) -> Sample: ...
+
+
+@dataclass(frozen=True)
+class GuardEvent:
+    """A transition of the guard, as the event log, the terminal and the app show it."""
+
+    t: float  # the sampler's (or the trace's) clock, seconds
+    at: float  # wall time (seconds since the epoch)
+    from_state: str
+    to_state: str
+    reason: str
+    action: str
+
+    def to_json(self) -> dict:
+        return {"t": round(self.t, 3), "from": self.from_state, "to": self.to_state, "reason": self.reason,
+                "action": self.action}
+
+
+def config_from(settings: Settings) -> GuardConfig:
+    extra = tuple(n.strip() for n in settings.renderer_processes.split(",") if n.strip())
+    return GuardConfig(margin_mb=settings.vram_margin_mb, reserve_mb=settings.vram_reserve_mb,
+                       hold_s=settings.vram_hold_s, renderers=DEFAULT_RENDERERS + extra)
+
+
+class GpuGuard:
+    def __init__(self, settings: Settings, source: SampleSource | None, *, backend: OllamaBackend | None = None,
+                 conversation=None, embedder=None, notify: Callable[[str, str], None] | None = None,
+                 log_path: Path | None = None, synchronous: bool = False, config: GuardConfig | None = None):
+        self.settings = settings
+        self.source = source
+        self.policy = VramPolicy(config or config_from(settings))
+        # a short timeout of its own: a hung Ollama must not hold the guard for half a minute
+        self.backend = backend or OllamaBackend(settings.ollama_host, timeout_s=3.0)
+        self._own_backend = backend is None
+        self.conversation = conversation
+        self.embedder = embedder
+        self.notify = notify or (lambda title, text: None)
+        self.log_path = log_path
+        self.synchronous = synchronous
+        self.events: deque[GuardEvent] = deque(maxlen=1000)
+        self.samples: deque[Sample] = deque(maxlen=1200)  # ten minutes at 0.5 s, for the app's plot
+        self.on_event: list[Callable[[GuardEvent], None]] = []
+        self.on_sample: list[Callable[[Sample], None]] = []
+        self.freed_mb = 0
+        self._mode_before: Mode | None = None  # the conversation's mode before the guard moved it
+        self._commands: queue.SimpleQueue = queue.SimpleQueue()
+        self._actions = None if synchronous else ThreadPoolExecutor(1, thread_name_prefix="kelvin-gpu-action")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._next_ps = 0.0
+        self._told_off = False
+
+    # ---- what Kelvin has on the GPU ----------------------------------------------------------------
+    def models(self) -> list[str]:
+        """The models Kelvin itself uses (the only ones it unloads): chat, embedding, extraction."""
+        names = [getattr(self.conversation, "model", "") or self.settings.chat_model, self.settings.extract_model]
+        spec = getattr(self.embedder, "spec", "") or self.settings.embedder
+        if spec.startswith("ollama:"):
+            names.append(spec.split(":", 1)[1] or "nomic-embed-text")
+        return list(dict.fromkeys(full_name(n) for n in names if n))
+
+    def _held(self) -> list[tuple[str, int]]:
+        """Kelvin's models Ollama has loaded now, with the VRAM (bytes) each holds."""
+        mine = set(self.models())
+        return [(m.name, m.size_vram) for m in self.backend.ps() if full_name(m.name) in mine]
+
+    def _refresh_held(self, now: float) -> None:
+        if now < self._next_ps:
+            return
+        self._next_ps = now + PS_EVERY_S
+        try:
+            self.policy.set_kelvin_vram(sum(v for _, v in self._held()) // 2**20)
+        except OllamaUnavailable:
+            self.policy.set_kelvin_vram(0)  # no Ollama, nothing of Kelvin's on the GPU
+
+    # ---- the loop ------------------------------------------------------------------------------------
+    def start(self) -> "GpuGuard":
+        """Sample the source on a thread of its own (a replay steps the guard itself instead)."""
+        if self.source is None:
+            raise ValueError("a guard without a sample source cannot run on its own")
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="kelvin-gpu-sampler", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        interval = self.settings.gpu_interval_ms / 1000
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self.step(self.source.sample())
+            except Exception:  # noqa: BLE001 — a bug in one sample must not end the guard
+                log.exception("the VRAM guard failed on a sample")
+            next_at += interval
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+            next_at = max(next_at, time.monotonic() - interval)  # after a stall, do not race to catch up
+
+    def stop(self) -> None:
+        """Stop sampling, let a running action finish, hang up."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        if self._actions is not None:
+            self._actions.shutdown(wait=True)
+        close = getattr(self.source, "close", None)
+        if close:
+            close()
+        if self._own_backend:
+            self.backend.close()
+
+    def step(self, sample: Sample) -> list[GuardEvent]:
+        """One sample through the policy, and whatever it sets off. On the sampler's thread (or the
+        replay's)."""
+        self.samples.append(sample)
+        for listener in list(self.on_sample):
+            listener(sample)
+        out = self._drain(sample.t)
+        if sample.gpus:
+            self._refresh_held(sample.t)
+        out += self._handle(self.policy.observe(sample))
+        return out
+
+    # ---- the artist's buttons (any thread) ----------------------------------------------------------
+    def free_now(self) -> None:
+        self._commands.put(("free_now", None, ""))
+
+    def resume(self) -> None:
+        self._commands.put(("resume", None, ""))
+
+    def _drain(self, t: float) -> list[GuardEvent]:
+        out: list[GuardEvent] = []
+        while True:
+            try:
+                what, ok, detail = self._commands.get_nowait()
+            except queue.Empty:
+                return out
+            if what == "free_now":
+                out += self._handle(self.policy.free_now(t))
+            elif what == "resume":
+                out += self._handle(self.policy.resume(t))
+            else:  # "done": an action finished
+                out += self._handle(self.policy.done(t, ok, detail))
+
+    # ---- transitions and actions --------------------------------------------------------------------
+    def _handle(self, transitions: list[Transition]) -> list[GuardEvent]:
+        out = []
+        for tr in transitions:
+            event = GuardEvent(tr.t, time.time(), tr.from_state, tr.to_state, tr.reason, tr.action)
+            out.append(self._record(event))
+            if tr.to_state == OFF and not self._told_off:
+                self._told_off = True
+                self.notify("VRAM guard off", tr.reason)
+            if tr.action in (UNLOAD, RESUME):
+                act = self._yield if tr.action == UNLOAD else self._come_back
+                if self.synchronous:
+                    ok, done_detail = self._safely(act, tr)
+                    out += self._handle(self.policy.done(tr.t, ok, done_detail))
+                else:
+                    self._actions.submit(self._act_async, act, tr)
+        return out
+
+    def _act_async(self, act, tr: Transition) -> None:
+        ok, detail = self._safely(act, tr)
+        self._commands.put(("done", ok, detail))
+
+    @staticmethod
+    def _safely(act, tr: Transition) -> tuple[bool, str]:
+        try:
+            return act(tr)
+        except OllamaUnavailable as exc:
+            return False, str(exc)
+        except Exception as exc:  # noqa: BLE001 — the guard carries on; the log has the details
+            log.exception("a VRAM guard action failed")
+            return False, f"the action failed unexpectedly ({exc.__class__.__name__}: {exc})"
+
+    def _record(self, event: GuardEvent) -> GuardEvent:
+        self.events.append(event)
+        log.info("VRAM guard %s → %s: %s", event.from_state, event.to_state, event.reason)
+        if self.log_path is not None:
+            try:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                with self.log_path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps({**event.to_json(), "at": round(event.at, 3)}) + "\n")
+            except OSError as exc:
+                log.warning("cannot write the GPU event log %s: %s", self.log_path, exc)
+        for listener in list(self.on_event):
+            listener(event)
+        return event
+
+    def _yield(self, tr: Transition) -> tuple[bool, str]:
+        """Leave the GPU: first stop anything new from loading a model there, then unload."""
+        who = renderer_label(self.policy.pressure.renderer) if self.policy.pressure.renderer else ""
+        c = self.conversation
+        yield_mode = Mode.parse(self.settings.yield_mode)
+        if c is not None:
+            if c.mode is Mode.GPU:
+                self._mode_before = Mode.GPU
+                c.set_mode(yield_mode, reason=f"VRAM guard: {tr.reason}")
+            if c.replying_on_gpu:
+                c.cancel(reason=f"Kelvin gave the GPU to {'a render in ' + who if who else 'the render'}")
+        if self.embedder is not None and hasattr(self.embedder, "cpu"):
+            self.embedder.cpu = True
+        held = self._held()
+        freed = sum(v for _, v in held)
+        stuck = [name for name, _ in held if not self.backend.unload(name)]
+        self.freed_mb = freed // 2**20
+        where = "answering on the CPU" if yield_mode is Mode.CPU else "answering from memory"
+        head = f"Render detected in {who}" if who else "The GPU is short of memory"
+        text = f"{head}: Kelvin moved off the GPU ({where})" + (f", freed {mb_text(self.freed_mb)}" if freed else "")
+        if stuck:
+            text += f"; Ollama still holds {', '.join(stuck)}"
+        self.notify("Kelvin yielded the GPU", text + ".")
+        return not stuck, (f"freed {mb_text(self.freed_mb)}" if freed else "nothing of Kelvin's was loaded") + (
+            f"; still loaded: {', '.join(stuck)}" if stuck else "")
+
+    def _come_back(self, tr: Transition) -> tuple[bool, str]:
+        c = self.conversation
+        if self.embedder is not None and hasattr(self.embedder, "cpu"):
+            self.embedder.cpu = False
+        back = ""
+        if c is not None and self._mode_before is not None:
+            if c.mode is Mode.parse(self.settings.yield_mode):  # the artist did not pick a mode meanwhile
+                c.set_mode(self._mode_before, reason=f"VRAM guard: {tr.reason}")
+                back = " (GPU mode again)"
+            self._mode_before = None
+        detail = "the model loads again with the next question"
+        if self.settings.preload_after_render:
+            model = self.models()[0]
+            self.backend.preload(model)
+            detail = f"{model} loaded on the GPU again"
+        self.notify("Kelvin is back on the GPU", f"The render is over: Kelvin is back on the GPU{back}.")
+        return True, detail
+
+    def status(self) -> dict:
+        last = self.samples[-1] if self.samples else None
+        return {**self.policy.snapshot(), "freed_mb": self.freed_mb, "problem": getattr(self.source, "problem", ""),
+                "sample": last.to_json() if last else None}
+
+
+def replay(guard: GpuGuard, samples: list[Sample], realtime: bool = False,
+           on_event: Callable[[GuardEvent], None] = lambda e: None) -> list[GuardEvent]:
+    """Play a trace through the guard: on the trace's own clock (as fast as the machine goes), or at
+    its own pace with ``realtime``."""
+    out: list[GuardEvent] = []
+    start = time.monotonic()
+    t0 = samples[0].t if samples else 0.0
+    for s in samples:
+        if realtime:
+            wait = start + (s.t - t0) - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        for event in guard.step(s):
+            out.append(event)
+            on_event(event)
+    return out
