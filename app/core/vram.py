@@ -245,7 +245,7 @@ class VramPolicy:
                 self.clear_since = s.t
             elif s.t - self.clear_since >= self.config.hold_s:
                 out.append(self._go(s.t, RECOVERING, f"the GPU has been free for {self.config.hold_s:g} s"
-                                    + (f" after {self.why}" if self.why else ""), RESUME))
+                                    + (f" (Kelvin had left because {self.why})" if self.why else ""), RESUME))
         out += self._timeouts(s.t)
         return out
 
