@@ -223,3 +223,24 @@ def test_a_bad_trace_is_refused_with_its_line(tmp_path, capsys):
     assert cli.main(["gpu", "replay", str(backwards)]) == 1
     assert "line 2: time goes backwards" in capsys.readouterr().err
     assert read_trace(TRACES / "octane_render_start.jsonl")[0].processes[0].name == "Cinema 4D"
+
+
+def test_coming_back_can_load_the_model_at_once_and_cpu_mode_embeds_on_the_cpu(server, make_service):
+    svc = make_service(ollama_host=server.host, embedder="ollama:nomic-embed-text", preload_after_render=True,
+                       vram_hold_s=1)
+    conv = Conversation(svc.settings, svc)
+    guard = GpuGuard(svc.settings, source=None, conversation=conv, embedder=svc.embedder, synchronous=True)
+    try:
+        guard.free_now()
+        guard.step(Sample(0, (GpuSample(0, 24_564, 2_000, 0),)))
+        assert conv.mode is Mode.CPU and svc.embedder.cpu
+        guard.resume()
+        [*_, back] = guard.step(Sample(1, (GpuSample(0, 24_564, 2_000, 0),)))
+        assert (back.to_state, back.reason) == ("normal", "llama3.1:8b loaded on the GPU again")
+        assert "llama3.1:8b" in server.loaded() and conv.mode is Mode.GPU and not svc.embedder.cpu
+        conv.set_mode(Mode.CPU)  # the artist's /mode cpu leaves the GPU for embeddings too
+        svc.embedder.embed(["GI clamp"])
+        assert server.requests_to("/api/embed")[-1]["options"] == {"num_gpu": 0}
+    finally:
+        guard.stop()
+        conv.close()

@@ -110,6 +110,7 @@ class Conversation:
         self._day = ""
         self._recent: list[Message] | None = None
         self.switch_project(settings.project)
+        self.set_mode(mode)
 
     # ---- projects, conversations, modes ------------------------------------------------------------
     def switch_project(self, name: str) -> None:
@@ -144,6 +145,8 @@ class Conversation:
             log.info("mode %s → %s%s", self.mode.value, mode.value, f" ({reason})" if reason else "")
             self._stop_background(wait=False)
         self.mode = mode
+        if hasattr(self.memory.embedder, "cpu"):  # off the GPU means the embeddings too
+            self.memory.embedder.cpu = mode is not Mode.GPU
 
     def cancel(self, reason: str = "") -> None:
         """Stop the reply being streamed (any thread). The partial answer is kept, marked as stopped
