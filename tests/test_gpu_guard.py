@@ -244,3 +244,20 @@ def test_coming_back_can_load_the_model_at_once_and_cpu_mode_embeds_on_the_cpu(s
     finally:
         guard.stop()
         conv.close()
+
+
+def test_with_ollama_gone_the_guard_still_moves_kelvin_off_the_gpu_and_says_why(make_service):
+    svc = make_service()  # Ollama host: a closed port
+    conv = Conversation(svc.settings, svc)
+    notes = []
+    guard = GpuGuard(svc.settings, source=None, conversation=conv, synchronous=True,
+                     notify=lambda title, text: notes.append(text))
+    try:
+        events = replay(guard, [Sample(0, (GpuSample(0, 8_000, 7_500, 99),), (ProcessSample(3, "kick", 0, 6_000),))])
+        assert [(e.to_state, e.action) for e in events] == [("yielding", "unload"), ("yielded", "none")]
+        assert events[1].reason.startswith("Ollama is not reachable") and conv.mode is Mode.CPU
+        assert notes[0].startswith("Render detected in Arnold (kick): Kelvin moved off the GPU (answering on the CPU); "
+                                   "Ollama is not reachable")
+    finally:
+        guard.stop()
+        conv.close()

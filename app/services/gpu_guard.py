@@ -240,12 +240,16 @@ class GpuGuard:
                 c.cancel(reason=f"Kelvin gave the GPU to {'a render in ' + who if who else 'the render'}")
         if self.embedder is not None and hasattr(self.embedder, "cpu"):
             self.embedder.cpu = True
-        held = self._held()
-        freed = sum(v for _, v in held)
-        stuck = [name for name, _ in held if not self.backend.unload(name)]
-        self.freed_mb = freed // 2**20
         where = "answering on the CPU" if yield_mode is Mode.CPU else "answering from memory"
         head = f"Render detected in {who}" if who else "The GPU is short of memory"
+        try:
+            held = self._held()
+            freed = sum(v for _, v in held)
+            stuck = [name for name, _ in held if not self.backend.unload(name)]
+        except OllamaUnavailable as exc:  # nothing can be unloaded; the artist still hears what happened
+            self.notify("Kelvin yielded the GPU", f"{head}: Kelvin moved off the GPU ({where}); {exc}.")
+            raise
+        self.freed_mb = freed // 2**20
         text = f"{head}: Kelvin moved off the GPU ({where})" + (f", freed {mb_text(self.freed_mb)}" if freed else "")
         if stuck:
             text += f"; Ollama still holds {', '.join(stuck)}"
