@@ -4,10 +4,13 @@ starts, the guard's own thread and buttons, and a machine without an NVIDIA GPU.
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from app import cli
@@ -261,3 +264,80 @@ def test_with_ollama_gone_the_guard_still_moves_kelvin_off_the_gpu_and_says_why(
     finally:
         guard.stop()
         conv.close()
+
+
+class _Driver:
+    """NVML cannot run on this machine (no NVIDIA driver). This stands in for the driver only —
+    the module ``pynvml`` as nvidia-ml-py lays it out: the same function names, ``NVMLError``,
+    process entries with ``usedGpuMemory`` None where Windows (WDDM) does not report it — so the
+    sampler's own logic (both process lists, one entry per pid, names, a GPU falling off the bus,
+    opening NVML again) runs for real."""
+
+    class NVMLError(Exception):
+        pass
+
+    class _Proc:
+        def __init__(self, pid, used):
+            self.pid, self.usedGpuMemory = pid, used
+
+    class _Mem:
+        def __init__(self, total, used):
+            self.total, self.used, self.free = total, used, total - used
+
+    class _Util:
+        gpu, memory = 87, 40
+
+    def __init__(self):
+        self.lost = False
+        self.inits = 0
+
+    def nvmlInit(self):
+        if self.lost:
+            raise self.NVMLError("GPU is lost")
+        self.inits += 1
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetCount(self):
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return f"gpu{i}"
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        if self.lost:
+            raise self.NVMLError("GPU is lost")
+        return self._Mem(24 * 2**30, 9 * 2**30)
+
+    def nvmlDeviceGetUtilizationRates(self, handle):
+        return self._Util()
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        return [self._Proc(os.getpid(), None), self._Proc(999_999_999, 2 * 2**30)]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle):
+        return [self._Proc(os.getpid(), 3 * 2**30)]  # the same process, here with its memory
+
+
+def test_the_nvml_sampler_reads_both_process_lists_once_per_pid_and_survives_a_lost_gpu(monkeypatch):
+    driver = _Driver()
+    monkeypatch.setitem(sys.modules, "pynvml", driver)
+    clock = [100.0]
+    sampler = NvmlSampler(clock=lambda: clock[0])
+    s = sampler.sample()
+    assert s.gpus == (GpuSample(0, 24_576, 9_216, 87),) and not s.error
+    me = psutil.Process().name()
+    assert sorted((p.pid, p.name, p.used_mb) for p in s.processes) == sorted(
+        [(os.getpid(), me, 3_072), (999_999_999, "pid 999999999", 2_048)])
+    driver.lost = True
+    clock[0] += 0.5
+    lost = sampler.sample()
+    assert lost.gpus == () and lost.error == "the GPU stopped answering (GPU is lost)"
+    clock[0] += 0.5
+    assert sampler.sample().error == "the GPU stopped answering (GPU is lost)"  # not reopened yet: no retry storm
+    driver.lost = False
+    clock[0] += NvmlSampler.REOPEN_S
+    back = sampler.sample()
+    assert back.gpus and driver.inits == 2 and back.t == pytest.approx(6.0)
+    sampler.close()
