@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
                     "recall (no model: quote from memory); default: setting 'mode'")
     ch.add_argument("--json", action="store_true", help="with --once: print the turn as JSON")
 
+    sub.add_parser("app", help="open the desktop window (preview: the chat view)")
+
     doc = sub.add_parser("doctor", help="check Ollama, the models, the GPU, the data folder and the memory")
     doc.add_argument("--json", action="store_true")
 
@@ -381,6 +383,10 @@ def main(argv: list[str] | None = None) -> int:
             return terminal.doctor(settings, args.json)
         if args.command == "gpu":
             return _gpu(args, settings)
+        if args.command == "app":
+            from app.ui.app import main as open_app
+
+            return open_app(settings)
         from app.services.memory import MemoryService
 
         service = MemoryService(settings)

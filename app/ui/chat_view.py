@@ -1,0 +1,170 @@
+"""The chat: a transcript rendered from Markdown, a composer (Enter sends, Shift+Enter breaks the
+line), a stop button, and under each answer a fold-out of what Kelvin looked at.
+
+The view only draws and reacts: it emits :attr:`ChatView.send` and :attr:`ChatView.stop`; the
+window runs the turn on a worker and feeds the tokens back with :meth:`append`. Tokens arrive
+fast; the transcript is re-rendered at most every 50 ms (a coalescing timer), so streaming never
+stalls the UI thread however long the reply grows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QGuiApplication, QKeyEvent
+from PySide6.QtWidgets import (QHBoxLayout, QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget)
+
+from app.ui.markdown import plain, render
+
+TRANSCRIPT_CSS = """
+.who { color: #9aa0aa; font-size: 9pt; margin-bottom: 2px; }
+.you { background-color: #2b3038; margin: 6px 0 6px 40px; padding: 6px; }
+.kelvin { margin: 6px 40px 10px 0; }
+.notice { color: #f0b43c; font-size: 9pt; margin: 4px 0; }
+pre { background-color: #15171a; font-family: monospace; padding: 6px; }
+code { font-family: monospace; color: #e6c07b; }
+.copy { font-size: 8pt; margin: 0; }
+.look { font-size: 9pt; margin-top: 4px; }
+.looked { color: #9aa0aa; font-size: 9pt; }
+a { color: #e0914f; }
+"""
+MAX_SHOWN = 60  # messages kept in the transcript view (everything stays in memory and in the browser)
+RENDER_MS = 50
+
+
+@dataclass
+class _Entry:
+    role: str  # "user" | "assistant" | "notice"
+    text: str
+    status: str = ""  # "", "streaming", "cancelled", "cut", "failed", "recall"
+    looked_at: list[str] = field(default_factory=list)  # what went into the prompt, one line each
+    open: bool = False  # the fold-out is open
+    blocks: list[str] = field(default_factory=list)
+
+
+class Composer(QPlainTextEdit):
+    """Enter sends; Shift+Enter is a new line."""
+
+    submitted = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt's name)
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
+
+
+class ChatView(QWidget):
+    send = Signal(str)
+    stop = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.transcript = QTextBrowser(objectName="transcript")
+        self.transcript.setOpenLinks(False)  # links are shown, never followed on their own
+        self.transcript.setOpenExternalLinks(False)
+        self.transcript.anchorClicked.connect(self._anchor)
+        self.transcript.document().setDefaultStyleSheet(TRANSCRIPT_CSS)
+        self.composer = Composer(objectName="composer")
+        self.composer.setPlaceholderText("Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)")
+        self.composer.setFixedHeight(72)
+        self.composer.submitted.connect(self._submit)
+        self.send_button = QPushButton("Send", objectName="send")
+        self.send_button.clicked.connect(self._submit)
+        self.stop_button = QPushButton("Stop", objectName="stop")
+        self.stop_button.setToolTip("Stop the reply (Esc); what was written is kept")
+        self.stop_button.clicked.connect(self.stop)
+        self.stop_button.setEnabled(False)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.stop_button)
+        row = QHBoxLayout()
+        row.addWidget(self.composer, 1)
+        row.addLayout(buttons)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.addWidget(self.transcript, 1)
+        layout.addLayout(row)
+        self.entries: list[_Entry] = []
+        self.link_hovered = self.transcript.highlighted  # the window shows hovered links in its status bar
+        self._timer = QTimer(self, singleShot=True, interval=RENDER_MS)
+        self._timer.timeout.connect(self._render)
+        self.set_ready(False, "Kelvin is starting …")
+
+    # ---- from the window -------------------------------------------------------------------------
+    def set_ready(self, ready: bool, why: str = "") -> None:
+        self.composer.setReadOnly(not ready)
+        self.send_button.setEnabled(ready)
+        if why:
+            self.composer.setPlaceholderText(why)
+
+    def set_busy(self, busy: bool) -> None:
+        self.send_button.setEnabled(not busy)
+        self.stop_button.setEnabled(busy)
+
+    def add(self, role: str, text: str, status: str = "") -> _Entry:
+        entry = _Entry(role, text, status)
+        self.entries.append(entry)
+        del self.entries[:-MAX_SHOWN]
+        self._render()
+        return entry
+
+    def append(self, token: str) -> None:
+        """A piece of the reply being streamed."""
+        if self.entries and self.entries[-1].status == "streaming":
+            self.entries[-1].text += token
+            if not self._timer.isActive():
+                self._timer.start()
+
+    def finish(self, text: str, status: str, looked_at: list[str], error: str = "") -> None:
+        entry = self.entries[-1] if self.entries and self.entries[-1].status == "streaming" else self.add("assistant", "")
+        entry.text = text or entry.text
+        entry.status = "" if status == "complete" else status
+        entry.looked_at = looked_at
+        if error and status in ("failed", "cut", "recall", "cancelled"):
+            entry.text = f"*{error}*\n\n{entry.text}" if entry.text else f"*{error}*"
+        self._timer.stop()
+        self._render()
+
+    # ---- inside ----------------------------------------------------------------------------------
+    def _submit(self) -> None:
+        text = self.composer.toPlainText().strip()
+        if not text or self.composer.isReadOnly() or self.stop_button.isEnabled():
+            return
+        self.composer.clear()
+        self.send.emit(text)
+
+    def _anchor(self, url: QUrl) -> None:
+        target = url.toString()
+        if target.startswith("copy:"):
+            e, _, b = target[5:].partition(".")
+            QGuiApplication.clipboard().setText(self.entries[int(e)].blocks[int(b)])
+        elif target.startswith("look:"):
+            entry = self.entries[int(target[5:])]
+            entry.open = not entry.open
+            self._render()
+
+    def _render(self) -> None:
+        parts = []
+        for i, e in enumerate(self.entries):
+            if e.role == "user":
+                parts.append(f'<div class="you"><p class="who">You</p><p>{plain(e.text)}</p></div>')
+                continue
+            if e.role == "notice":
+                parts.append(f'<p class="notice">{plain(e.text)}</p>')
+                continue
+            body, e.blocks = render(e.text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")
+            tag = {"streaming": " · writing …", "cancelled": " · stopped", "cut": " · cut off", "failed": " · no reply",
+                   "recall": " · from memory"}.get(e.status, "")
+            fold = ""
+            if e.looked_at:
+                arrow = "▾" if e.open else "▸"
+                fold = f'<p class="look"><a href="look:{i}">{arrow} What Kelvin looked at ({len(e.looked_at)})</a></p>'
+                if e.open:
+                    fold += '<ul class="looked">' + "".join(f"<li>{plain(x)}</li>" for x in e.looked_at) + "</ul>"
+            parts.append(f'<div class="kelvin"><p class="who">Kelvin{tag}</p>{body}{fold}</div>')
+        bar = self.transcript.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        self.transcript.setHtml("".join(parts))
+        if at_end:
+            bar.setValue(bar.maximum())

@@ -1,0 +1,253 @@
+"""Kelvin's window: a header (project, mode, Ollama, the VRAM guard, always on top), the views, a
+status bar that says what Kelvin is doing. It drives the services through workers and adds no
+logic of its own."""
+from __future__ import annotations
+
+import logging
+import time
+
+from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QStackedWidget, QTabBar, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from app.ui.chat_view import ChatView
+from app.ui.worker import Pools, Worker
+
+log = logging.getLogger("kelvin.ui")
+
+MODES = (("gpu", "GPU"), ("cpu", "CPU"), ("recall", "Recall (no model)"))
+OLLAMA_CHECK_MS = 10_000
+
+
+class _Bridge(QObject):
+    """Calls from service threads (the VRAM guard's notifications and events) into the UI thread."""
+
+    notified = Signal(str, str)
+    guard_state = Signal(str, str)
+
+
+def looked_at(result) -> list[str]:
+    """What went into the prompt, one line each, for the answer's fold-out."""
+    lines = [f"Setting: {s}" for s in result.settings]
+    lines += [f"{m.timestamp[:16].replace('T', ' ')} · {m.tags.domain} · {m.role}: "
+              f"{' '.join(m.text.split())[:140]}" for m in result.recalled]
+    lines += [f"Kept memory: {m.text}" for m in result.memories]
+    return lines
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, settings, window_state: QSettings, pools: Pools | None = None):
+        super().__init__()
+        self.settings = settings
+        self.state = window_state
+        self.pools = pools or Pools()
+        self.services = None
+        self.bridge = _Bridge()
+        self.bridge.notified.connect(self.notify)
+        self.bridge.guard_state.connect(self._guard_state)
+        self._turn: Worker | None = None
+        self.setWindowTitle(f"Kelvin — {settings.project}")
+        self.setObjectName("kelvin")
+
+        self.project_box = QComboBox(objectName="project")
+        self.project_box.setMinimumWidth(160)
+        self.project_box.setToolTip("The project Kelvin remembers for")
+        self.project_box.activated.connect(self._switch_project)
+        self.mode_box = QComboBox(objectName="mode")
+        for key, label in MODES:
+            self.mode_box.addItem(label, key)
+        self.mode_box.setToolTip("GPU: the model on the GPU · CPU: leave the VRAM to renders · Recall: answers "
+                                 "quoted from memory, no model")
+        self.mode_box.activated.connect(self._set_mode)
+        self.ollama_label = QLabel("Ollama: …", objectName="ollama")
+        self.gpu_label = QLabel("", objectName="gpu")
+        self.on_top = QToolButton(objectName="ontop", text="On top", checkable=True)
+        self.on_top.setToolTip("Keep Kelvin above other windows")
+        self.on_top.toggled.connect(self._always_on_top)
+        header = QHBoxLayout()
+        header.setContentsMargins(8, 6, 8, 0)
+        for w in (self.project_box, self.mode_box):
+            header.addWidget(w)
+        header.addStretch(1)
+        for w in (self.gpu_label, self.ollama_label, self.on_top):
+            header.addWidget(w)
+
+        self.tabs = QTabBar(objectName="views")
+        self.views = QStackedWidget()
+        self.chat = ChatView()
+        self._add_view("Chat", self.chat)
+        self.tabs.currentChanged.connect(self.views.setCurrentIndex)
+        self.chat.send.connect(self.ask)
+        self.chat.stop.connect(self.stop_reply)
+        self.chat.link_hovered.connect(lambda url: self.statusBar().showMessage(url.toString(), 4000))
+
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(header)
+        layout.addWidget(self.tabs)
+        layout.addWidget(self.views, 1)
+        self.setCentralWidget(body)
+        self.statusBar().showMessage("Starting …")
+
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.stop_reply)
+        for n in range(1, 5):
+            QShortcut(QKeySequence(f"Ctrl+{n}"), self, activated=lambda n=n: self._show_view(n - 1))
+        quit_action = QAction("Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
+        self.addAction(quit_action)
+        self._ollama_timer = QTimer(self, interval=OLLAMA_CHECK_MS, timeout=self._check_ollama)
+        self.resize(560, 820)
+        geometry = self.state.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        if self.state.value("on_top", False, type=bool):
+            self.on_top.setChecked(True)
+
+    # ---- views -----------------------------------------------------------------------------------
+    def _add_view(self, title: str, widget: QWidget) -> None:
+        self.tabs.addTab(title)
+        self.views.addWidget(widget)
+
+    def _show_view(self, index: int) -> None:
+        if index < self.tabs.count():
+            self.tabs.setCurrentIndex(index)
+
+    # ---- services --------------------------------------------------------------------------------
+    def attach(self, services) -> None:
+        """The services are up (built on a worker while the window painted)."""
+        self.services = services
+        c = services.conversation
+        self.setWindowTitle(f"Kelvin — {c.project}")
+        self._fill_projects()
+        self.mode_box.setCurrentIndex([k for k, _ in MODES].index(c.mode.value))
+        self.chat.set_ready(True, "Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)")
+        if services.guard is not None:
+            services.guard.notify = self.bridge.notified.emit
+            services.guard.on_event.append(lambda e: self.bridge.guard_state.emit(e.to_state, e.reason))
+            self._guard_state(services.guard.policy.state, "")
+        else:
+            self.gpu_label.setText("GPU: guard off")
+            self.gpu_label.setToolTip(services.gpu_problem)
+        for notice in services.memory.notices:
+            self.chat.add("notice", notice)
+        self.statusBar().showMessage(f"Ready · {services.memory.data_dir}", 5000)
+        self._check_ollama()
+        self._ollama_timer.start()
+
+    def failed_to_start(self, exc: BaseException) -> None:
+        self.chat.set_ready(False, "Kelvin could not start")
+        self.chat.add("notice", f"Kelvin could not open its memory: {exc}")
+        self.statusBar().showMessage(str(exc))
+
+    def _fill_projects(self) -> None:
+        c = self.services.conversation
+        names = [p.name for p in c.projects.list()] or [c.project]
+        if c.project not in names:
+            names.append(c.project)
+        self.project_box.clear()
+        self.project_box.addItems(sorted(names, key=str.lower))
+        self.project_box.setCurrentText(c.project)
+
+    def _switch_project(self, index: int) -> None:
+        name = self.project_box.itemText(index)
+        c = self.services.conversation if self.services else None
+        if c is None or name == c.project or self._turn is not None:
+            return
+        self._run(self.pools.model, lambda report: c.switch_project(name),
+                  returned=lambda _: (self.setWindowTitle(f"Kelvin — {c.project}"),
+                                      self.chat.add("notice", f"Project: {c.project}")),
+                  errored=lambda exc: (self.chat.add("notice", str(exc)), self._fill_projects()))
+
+    def _set_mode(self, index: int) -> None:
+        if self.services is not None:
+            self.services.conversation.set_mode(self.mode_box.itemData(index), reason="the artist")
+            self.statusBar().showMessage(f"Mode: {self.mode_box.itemText(index)}", 3000)
+
+    # ---- a turn ----------------------------------------------------------------------------------
+    def ask(self, text: str) -> None:
+        if self.services is None or self._turn is not None:
+            return
+        c = self.services.conversation
+        self.chat.add("user", text)
+        self.chat.add("assistant", "", "streaming")
+        self.chat.set_busy(True)
+        self.statusBar().showMessage("Kelvin is answering …")
+        started = time.monotonic()
+
+        def done(result) -> None:
+            self.chat.finish(result.text, result.status, looked_at(result), result.error)
+            if result.status == "command":
+                self.mode_box.setCurrentIndex([k for k, _ in MODES].index(c.mode.value))
+                self._fill_projects()
+            self.statusBar().showMessage(f"{result.status} in {time.monotonic() - started:.1f} s · committing in the "
+                                         "background", 4000)
+
+        self._turn = self._run(self.pools.model, lambda report: c.ask(text, on_token=report),
+                               yielded=self.chat.append, returned=done,
+                               errored=lambda exc: self.chat.finish("", "failed", [], str(exc)),
+                               finished=self._turn_over)
+
+    def _turn_over(self) -> None:
+        self._turn = None
+        self.chat.set_busy(False)
+
+    def stop_reply(self) -> None:
+        if self._turn is not None and self.services is not None:
+            self.services.conversation.cancel()
+            self.statusBar().showMessage("Stopping the reply …", 2000)
+
+    def _run(self, pool, fn, *, yielded=None, returned=None, errored=None, finished=None) -> Worker:
+        w = Worker(fn)
+        for signal, slot in ((w.signals.yielded, yielded), (w.signals.returned, returned),
+                             (w.signals.errored, errored), (w.signals.finished, finished)):
+            if slot is not None:
+                signal.connect(slot)
+        return self.pools.start(pool, w)
+
+    # ---- status ----------------------------------------------------------------------------------
+    def _check_ollama(self) -> None:
+        c = self.services.conversation
+
+        def probe(report):
+            try:
+                return f"Ollama {c.backend.version()} · {c.model}", ""
+            except Exception as exc:  # noqa: BLE001 — any failure is "not reachable", said plainly
+                return "Ollama: not running", str(exc)
+
+        self._run(self.pools.general, probe,
+                  returned=lambda r: (self.ollama_label.setText(r[0]), self.ollama_label.setToolTip(r[1] or r[0])))
+
+    def _guard_state(self, state: str, reason: str) -> None:
+        label = {"normal": "GPU: ok", "yielding": "GPU: leaving …", "yielded": "GPU: yielded to render",
+                 "recovering": "GPU: coming back …", "off": "GPU: guard off"}.get(state, state)
+        self.gpu_label.setText(label)
+        self.gpu_label.setProperty("state", state)
+        self.gpu_label.style().polish(self.gpu_label)
+        if reason:
+            self.gpu_label.setToolTip(reason)
+        if self.services is not None:
+            self.mode_box.setCurrentIndex([k for k, _ in MODES].index(self.services.conversation.mode.value))
+
+    def notify(self, title: str, text: str) -> None:
+        """A notification (the tray comes with issue 6's tray work; until then: in the window)."""
+        self.chat.add("notice", f"{title}: {text}")
+        self.statusBar().showMessage(text, 8000)
+
+    def _always_on_top(self, on: bool) -> None:
+        self.setWindowFlag(Qt.WindowType.WindowStaysOnTopHint, on)
+        self.state.setValue("on_top", on)
+        self.show()
+
+    # ---- quitting --------------------------------------------------------------------------------
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        self.state.setValue("geometry", self.saveGeometry())
+        self.state.sync()
+        self._ollama_timer.stop()
+        if self.services is not None:
+            self.services.conversation.cancel()
+        self.pools.wait()
+        if self.services is not None:
+            self.services.close()  # drains the writer: no accepted turn is dropped
+            self.services = None
+        event.accept()

@@ -1,0 +1,80 @@
+"""Drive the real app through a short session and save a screenshot of what it shows.
+
+Starts the Ollama-protocol test server, seeds a throw-away data folder with a day of work, opens
+Kelvin's window (a real one on an X display: run it under ``xvfb-run``), asks a question, lets the
+reply stream, opens "what Kelvin looked at", and saves PNGs::
+
+    xvfb-run -a -s "-screen 0 1920x1080x24" .venv/bin/python -m tests.support.ui_session docs/screenshots
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from PySide6.QtCore import QTimer, QUrl
+from PySide6.QtWidgets import QApplication
+
+from tests.support.ollama_server import OllamaTestServer
+
+SEED = [
+    ("user", "Octane in Cinema 4D for the forest shot. Set the GI clamp to 25 and max samples 4000."),
+    ("assistant", "For a dense forest you could lower the GI clamp to 10; it removes most fireflies from the leaves."),
+    ("user", "ok, GI clamp 10 it is. Fireflies are gone, 14 minutes a frame on the 4090."),
+]
+REPLY = ("You settled on a **GI clamp of 10** (it was 25 before). For the fog, keep it and raise "
+         "*max samples* only if the shadows stay grainy:\n\n```text\nGI clamp      10\nMax samples   4000\n```")
+
+
+def main(out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    data = Path(tempfile.mkdtemp(prefix="kelvin-ui-session-"))
+    os.environ["KELVIN_CONFIG_DIR"] = str(data / "config")
+    os.environ["KELVIN_EMBEDDER"] = "none"
+    with OllamaTestServer(delay_s=0.03) as srv:
+        from app.settings import load
+        from app.ui.app import open_window
+
+        settings = load({"ollama_host": srv.host, "data_dir": str(data / "data"), "project": "Nike / Forest"})
+        from app.services.memory import MemoryService
+
+        seed = MemoryService(settings)
+        for i, (role, text) in enumerate(SEED):
+            seed.commit(text, role=role, project="Nike / Forest", conversation_id="yesterday",
+                        ts_ms=1_763_800_000_000 + i * 60_000)
+        seed.close()
+        srv.queue_reply(REPLY)
+        app = QApplication(sys.argv[:1])
+        window = open_window(settings, app)
+        window.resize(620, 860)
+        steps = []
+
+        def shot(name: str) -> None:
+            window.grab().save(str(out / name))
+            print(f"saved {out / name}", flush=True)
+
+        def ask() -> None:
+            if window.services is None:
+                return QTimer.singleShot(100, ask)
+            window.chat.composer.setPlainText("What GI clamp did we settle on for the forest, and what about the fog?")
+            window.chat._submit()
+            steps.append("asked")
+            QTimer.singleShot(250, lambda: shot("chat-streaming.png"))
+            QTimer.singleShot(200, wait_answer)
+
+        def wait_answer() -> None:
+            if window._turn is not None:
+                return QTimer.singleShot(100, wait_answer)
+            window.chat._anchor(QUrl(f"look:{len(window.chat.entries) - 1}"))
+            shot("chat.png")
+            window.close()
+            app.quit()
+
+        QTimer.singleShot(300, ask)
+        app.exec()
+    return 0 if steps else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")))

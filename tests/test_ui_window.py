@@ -1,0 +1,134 @@
+"""The desktop window (issue 6, first part): a real window, real services on a temp store, the
+Ollama-protocol test server through the real client; keys typed, signals waited for."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings, Qt, QUrl
+from PySide6.QtGui import QGuiApplication
+
+from app.core.commands import Mode
+from app.settings import load
+from app.ui.app import build_services
+from app.ui.main_window import MainWindow
+from tests.support.ollama_server import OllamaTestServer
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    made = []
+
+    def make(server: OllamaTestServer, **overrides):
+        settings = load({"ollama_host": server.host, **overrides})
+        w = MainWindow(settings, QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+        qtbot.addWidget(w)
+        w.show()
+        qtbot.waitExposed(w)
+        w.activateWindow()
+        w.attach(build_services(settings, gpu=False))
+        w.chat.composer.setFocus()
+        made.append(w)
+        return w
+
+    yield make
+    for w in made:
+        w.close()  # drains the writer, waits for the pools
+
+
+def send(qtbot, w, text: str) -> None:
+    qtbot.keyClicks(w.chat.composer, text)
+    qtbot.keyClick(w.chat.composer, Qt.Key.Key_Return)
+
+
+def test_enter_sends_the_reply_streams_in_and_the_turn_is_stored(qtbot, window):
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        srv.queue_reply("Raise the **key light** by one stop.")
+        streamed = []
+        w.chat.composer.setFocus()
+        qtbot.keyClicks(w.chat.composer, "The hero is too dark")
+        qtbot.keyClick(w.chat.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)  # a new line, not sent
+        assert w.chat.composer.toPlainText() == "The hero is too dark\n" and w._turn is None
+        qtbot.keyClicks(w.chat.composer, "what now?")
+        qtbot.keyClick(w.chat.composer, Qt.Key.Key_Return)
+        w._turn.signals.yielded.connect(streamed.append)
+        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        assert "".join(streamed) == "Raise the **key light** by one stop." and len(streamed) > 1
+        assert [(e.role, e.status) for e in w.chat.entries] == [("user", ""), ("assistant", "")]
+        html = w.chat.transcript.toHtml()
+        assert "key light" in html and "The hero is too dark" in html and w.chat.composer.toPlainText() == ""
+        memory = w.services.memory
+        memory.flush()
+        stored = [(m.role, m.text) for m in memory.list(limit=5)]
+        assert ("user", "The hero is too dark\nwhat now?") in stored
+        assert ("assistant", "Raise the **key light** by one stop.") in stored
+
+
+def test_esc_stops_a_reply_and_keeps_what_was_written(qtbot, window):
+    with OllamaTestServer(delay_s=0.25) as srv:
+        w = window(srv)
+        srv.queue_reply("one two three four five six seven eight nine ten")
+        send(qtbot, w, "long answer please")
+        qtbot.waitUntil(lambda: "one" in w.chat.entries[-1].text, timeout=10_000)
+        qtbot.keyClick(w.chat.composer, Qt.Key.Key_Escape)  # the window's shortcut, from where the artist types
+        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        last = w.chat.entries[-1]
+        assert last.status == "cancelled" and last.text.startswith("one") and "ten" not in last.text
+        assert "Kelvin · stopped" in w.chat.transcript.toPlainText()
+
+
+def test_model_output_is_shown_not_run_and_code_can_be_copied(qtbot, window):
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        srv.queue_reply('<script>alert(1)</script> <img src=x onerror=alert(2)> [site](https://example.com)\n\n'
+                        "```python\nnode.parm('maxsamples').set(1024)\n```")
+        send(qtbot, w, "show me the code")
+        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        text = w.chat.transcript.toPlainText()
+        assert "<script>alert(1)</script>" in text  # shown as text …
+        html = w.chat.transcript.toHtml()
+        assert "<script" not in html and "<img" not in html  # … never as markup
+        assert w.chat.transcript.openLinks() is False  # links are shown, not followed
+        w.chat._anchor(QUrl("copy:1.0"))
+        assert QGuiApplication.clipboard().text() == "node.parm('maxsamples').set(1024)\n"
+
+
+def test_what_kelvin_looked_at_folds_out_under_the_answer(qtbot, window):
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        for text in ("We set the Octane GI clamp to 10 for the forest shot.", "The fog looks great now."):
+            w.services.memory.commit(text, project=w.services.conversation.project, conversation_id="yesterday")
+        w.services.memory.flush()
+        send(qtbot, w, "what GI clamp did we settle on?")
+        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        answer = w.chat.entries[-1]
+        assert any("Octane GI clamp = 10" in line for line in answer.looked_at)
+        assert any("GI clamp to 10 for the forest shot" in line for line in answer.looked_at)
+        assert "What Kelvin looked at" in w.chat.transcript.toPlainText()
+        assert "forest shot" not in w.chat.transcript.toPlainText()  # folded until opened
+        w.chat._anchor(QUrl("look:1"))
+        assert "forest shot" in w.chat.transcript.toPlainText()
+
+
+def test_the_mode_box_and_slash_commands_agree(qtbot, window):
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        w.mode_box.setCurrentIndex(1)
+        w.mode_box.activated.emit(1)
+        assert w.services.conversation.mode is Mode.CPU
+        send(qtbot, w, "/mode recall")
+        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        assert w.services.conversation.mode is Mode.RECALL and w.mode_box.currentData() == "recall"
+
+
+def test_the_window_remembers_its_size_and_always_on_top(qtbot, tmp_path):
+    state = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(load({}), state)
+    qtbot.addWidget(w)
+    w.resize(640, 700)
+    w.on_top.setChecked(True)
+    w.close()
+    again = MainWindow(load({}), QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(again)
+    assert (again.width(), again.height()) == (640, 700) and again.on_top.isChecked()
+    assert again.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
+    again.close()
