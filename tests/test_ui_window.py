@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
 
 from app.core.commands import Mode
 from app.settings import load
@@ -24,6 +25,7 @@ def window(qtbot, tmp_path):
         w.show()
         qtbot.waitExposed(w)
         w.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is w, timeout=5000)  # shortcuts need an active window
         w.attach(build_services(settings, gpu=False))
         w.chat.composer.setFocus()
         made.append(w)
@@ -132,3 +134,46 @@ def test_the_window_remembers_its_size_and_always_on_top(qtbot, tmp_path):
     assert (again.width(), again.height()) == (640, 700) and again.on_top.isChecked()
     assert again.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
     again.close()
+
+
+def test_the_gpu_view_plots_the_guard_shows_its_decisions_and_the_buttons_reach_it(qtbot, window):
+    from pathlib import Path
+
+    from app.gpu.trace import read_trace
+    from app.services.gpu_guard import GpuGuard
+
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        guard = GpuGuard(w.settings, source=None, conversation=w.services.conversation, synchronous=True)
+        w.attach_guard(guard)
+        trace = read_trace(Path(__file__).parent / "traces" / "octane_render_start.jsonl")
+        try:
+            for s in trace[:40]:  # 20 s: the render starts at 10 s
+                guard.step(s)
+            qtbot.waitUntil(lambda: len(w.gpu.plot.points) == 40, timeout=5000)
+            t, renderers, kelvin, others, total = w.gpu.plot.points[25]  # 12.5 s: rendering, Kelvin gone
+            assert (renderers, kelvin, total) == (trace[25].processes[0].used_mb, 0, 24_564)
+            assert w.gpu.events.count() == 2 and "normal → yielding: a render started in Cinema 4D" in w.gpu.events.item(1).text()
+            assert w.gpu_label.text() == "GPU: yielded to render" and w.gpu.state.text().startswith("<b>Kelvin is off")
+            assert not w.tray.can_notify and w.banner.isVisible()  # no tray here: the banner tells
+            assert "Render detected in Cinema 4D" in w.banner.text()
+            assert w.services.conversation.mode is Mode.CPU and w.mode_box.currentData() == "cpu"
+            qtbot.mouseClick(w.gpu.resume_button, Qt.MouseButton.LeftButton)
+            guard.step(trace[40])
+            assert w.services.conversation.mode is Mode.GPU  # the artist resumed during the render
+            qtbot.mouseClick(w.gpu.free_button, Qt.MouseButton.LeftButton)
+            guard.step(trace[41])
+            qtbot.waitUntil(lambda: w.gpu_label.text() == "GPU: yielded to render", timeout=5000)
+            w.gpu.plot.grab()  # paints without error
+        finally:
+            guard.stop()
+
+
+def test_without_a_gpu_the_gpu_view_says_so_and_its_buttons_are_off(qtbot, window):
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        w.attach_guard(None, "no NVIDIA driver answers (NVML Shared Library Not Found)")
+        assert w.gpu.state.text().startswith("No NVIDIA GPU to watch: no NVIDIA driver answers")
+        assert not w.gpu.free_button.isEnabled() and w.gpu_label.text() == "GPU: guard off"
+        qtbot.keyClick(w.chat.transcript, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+        assert w.views.currentWidget() is w.gpu

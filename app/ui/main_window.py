@@ -11,20 +11,26 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QStackedWidget, QTabBar, QToolButton,
                                QVBoxLayout, QWidget)
 
+from app.core.vram import process_key
+from app.services.gpu_guard import config_from
 from app.ui.chat_view import ChatView
+from app.ui.gpu_view import GpuView
+from app.ui.tray import Tray
 from app.ui.worker import Pools, Worker
 
 log = logging.getLogger("kelvin.ui")
 
 MODES = (("gpu", "GPU"), ("cpu", "CPU"), ("recall", "Recall (no model)"))
 OLLAMA_CHECK_MS = 10_000
+BANNER_MS = 12_000
 
 
 class _Bridge(QObject):
-    """Calls from service threads (the VRAM guard's notifications and events) into the UI thread."""
+    """Calls from service threads (the VRAM guard's samples, events, notifications) into the UI thread."""
 
     notified = Signal(str, str)
-    guard_state = Signal(str, str)
+    event = Signal(object)
+    sample = Signal(object)
 
 
 def looked_at(result) -> list[str]:
@@ -45,7 +51,9 @@ class MainWindow(QMainWindow):
         self.services = None
         self.bridge = _Bridge()
         self.bridge.notified.connect(self.notify)
-        self.bridge.guard_state.connect(self._guard_state)
+        self.bridge.event.connect(self._guard_event)
+        self.bridge.sample.connect(self._guard_sample)
+        self.guard = None
         self._turn: Worker | None = None
         self.setWindowTitle(f"Kelvin — {settings.project}")
         self.setObjectName("kelvin")
@@ -73,10 +81,21 @@ class MainWindow(QMainWindow):
         for w in (self.gpu_label, self.ollama_label, self.on_top):
             header.addWidget(w)
 
+        self.banner = QLabel(objectName="banner", wordWrap=True)
+        self.banner.hide()
+        self._banner_timer = QTimer(self, singleShot=True, interval=BANNER_MS, timeout=self.banner.hide)
         self.tabs = QTabBar(objectName="views")
         self.views = QStackedWidget()
         self.chat = ChatView()
         self._add_view("Chat", self.chat)
+        self.gpu = GpuView(frozenset(process_key(n) for n in config_from(settings).renderers))
+        self._add_view("GPU", self.gpu)
+        self.gpu.free_now.connect(self.free_vram)
+        self.gpu.resume.connect(lambda: self.guard.resume() if self.guard else None)
+        self.tray = Tray(self)
+        self.tray.show_window.connect(self._raise)
+        self.tray.free_now.connect(self.free_vram)
+        self.tray.quit.connect(self.close)
         self.tabs.currentChanged.connect(self.views.setCurrentIndex)
         self.chat.send.connect(self.ask)
         self.chat.stop.connect(self.stop_reply)
@@ -86,6 +105,7 @@ class MainWindow(QMainWindow):
         layout = QVBoxLayout(body)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(header)
+        layout.addWidget(self.banner)
         layout.addWidget(self.tabs)
         layout.addWidget(self.views, 1)
         self.setCentralWidget(body)
@@ -122,18 +142,44 @@ class MainWindow(QMainWindow):
         self._fill_projects()
         self.mode_box.setCurrentIndex([k for k, _ in MODES].index(c.mode.value))
         self.chat.set_ready(True, "Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)")
-        if services.guard is not None:
-            services.guard.notify = self.bridge.notified.emit
-            services.guard.on_event.append(lambda e: self.bridge.guard_state.emit(e.to_state, e.reason))
-            self._guard_state(services.guard.policy.state, "")
-        else:
-            self.gpu_label.setText("GPU: guard off")
-            self.gpu_label.setToolTip(services.gpu_problem)
+        self.attach_guard(services.guard, services.gpu_problem)
         for notice in services.memory.notices:
             self.chat.add("notice", notice)
         self.statusBar().showMessage(f"Ready · {services.memory.data_dir}", 5000)
         self._check_ollama()
         self._ollama_timer.start()
+
+    def attach_guard(self, guard, problem: str = "") -> None:
+        """The VRAM guard (None: no NVIDIA GPU, or switched off; ``problem`` says why)."""
+        self.guard = guard
+        if guard is None:
+            self.gpu_label.setText("GPU: guard off")
+            self.gpu_label.setToolTip(problem)
+            self.gpu.set_available(False, problem or "the VRAM guard is switched off")
+            return
+        guard.notify = self.bridge.notified.emit
+        guard.on_event.append(self.bridge.event.emit)
+        guard.on_sample.append(self.bridge.sample.emit)
+        self.gpu.set_available(True, "")
+        self._guard_state(guard.policy.state, "")
+
+    def free_vram(self) -> None:
+        if self.guard is not None:
+            self.guard.free_now()
+            self.statusBar().showMessage("Freeing the VRAM …", 3000)
+
+    def _guard_event(self, e) -> None:
+        self.gpu.add_event(e.t, e.from_state, e.to_state, e.reason)
+        self._guard_state(e.to_state, e.reason)
+
+    def _guard_sample(self, s) -> None:
+        if self.guard is not None:
+            self.gpu.plot.add(s, self.guard.policy.kelvin_mb, self.guard.policy.reserve_mb)
+
+    def _raise(self) -> None:
+        self.showNormal()
+        self.raise_()
+        self.activateWindow()
 
     def failed_to_start(self, exc: BaseException) -> None:
         self.chat.set_ready(False, "Kelvin could not start")
@@ -222,6 +268,8 @@ class MainWindow(QMainWindow):
         label = {"normal": "GPU: ok", "yielding": "GPU: leaving …", "yielded": "GPU: yielded to render",
                  "recovering": "GPU: coming back …", "off": "GPU: guard off"}.get(state, state)
         self.gpu_label.setText(label)
+        self.tray.set_state(state, reason)
+        self.gpu.show_state(state, reason)
         self.gpu_label.setProperty("state", state)
         self.gpu_label.style().polish(self.gpu_label)
         if reason:
@@ -230,9 +278,13 @@ class MainWindow(QMainWindow):
             self.mode_box.setCurrentIndex([k for k, _ in MODES].index(self.services.conversation.mode.value))
 
     def notify(self, title: str, text: str) -> None:
-        """A notification (the tray comes with issue 6's tray work; until then: in the window)."""
+        """A notification: a tray balloon where the desktop has a tray, else the window's banner;
+        the chat keeps a line of it either way."""
         self.chat.add("notice", f"{title}: {text}")
-        self.statusBar().showMessage(text, 8000)
+        if not self.tray.notify(title, text):
+            self.banner.setText(f"<b>{title}</b> — {text}")
+            self.banner.show()
+            self._banner_timer.start()
 
     def _always_on_top(self, on: bool) -> None:
         self.setWindowFlag(Qt.WindowType.WindowStaysOnTopHint, on)
@@ -247,6 +299,7 @@ class MainWindow(QMainWindow):
         if self.services is not None:
             self.services.conversation.cancel()
         self.pools.wait()
+        self.tray.hide()
         if self.services is not None:
             self.services.close()  # drains the writer: no accepted turn is dropped
             self.services = None

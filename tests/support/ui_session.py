@@ -2,7 +2,8 @@
 
 Starts the Ollama-protocol test server, seeds a throw-away data folder with a day of work, opens
 Kelvin's window (a real one on an X display: run it under ``xvfb-run``), asks a question, lets the
-reply stream, opens "what Kelvin looked at", and saves PNGs::
+reply stream, opens "what Kelvin looked at", plays a recorded Octane render through the VRAM
+guard for the GPU view, and saves PNGs::
 
     xvfb-run -a -s "-screen 0 1920x1080x24" .venv/bin/python -m tests.support.ui_session docs/screenshots
 """
@@ -68,6 +69,21 @@ def main(out: Path) -> int:
                 return QTimer.singleShot(100, wait_answer)
             window.chat._anchor(QUrl(f"look:{len(window.chat.entries) - 1}"))
             shot("chat.png")
+            gpu_view()
+
+        def gpu_view() -> None:
+            # the VRAM guard on a recorded Octane render (this machine has no NVIDIA GPU)
+            from app.gpu.trace import read_trace
+            from app.services.gpu_guard import GpuGuard
+
+            guard = GpuGuard(settings, source=None, conversation=window.services.conversation, synchronous=True)
+            window.attach_guard(guard)
+            window.tabs.setCurrentIndex(1)
+            for sample in read_trace(Path(__file__).resolve().parent.parent / "traces" / "octane_render_start.jsonl"):
+                guard.step(sample)
+                app.processEvents()
+            shot("gpu.png")
+            guard.stop()
             window.close()
             app.quit()
 
