@@ -566,10 +566,16 @@ class Extractor:
         out: list[Mention] = []
         values, turned_down = [], []
         guess_ctx = replace(ctx, last=ctx.last + tuple(here), proposals=()) if here else ctx  # "it": what was named
+        parsed = [P.parse_number(t) for t in toks]
+        previous, last = [], None  # the number before each token
+        for i, num in enumerate(parsed):
+            previous.append(last)
+            if num is not None:
+                last = i
         for i, tok in enumerate(toks):
             if i in used:
                 continue
-            num = P.parse_number(tok)
+            num = parsed[i]
             if num is None or _not_a_value(toks, i):
                 continue
             if status != PROPOSED and _turned_down(toks, i):  # "0.5 flickered", "6 was too dim"
@@ -584,8 +590,7 @@ class Extractor:
             said = loose and said or (status == APPLIED and prev not in ("no", "not") and self._offered(num, ctx))
             unit_says = bool(num.unit and not named and any(
                 num.unit in ({s.unit.lower(), *s.units} - {""}) for s in ctx.last))  # "maybe 3000K?"
-            earlier = next((k for k in range(i - 1, -1, -1) if P.parse_number(toks[k]) is not None), None)
-            replaces = earlier is not None and _turned_down(toks, earlier)  # "0.1 too soft, 0.03": the 0.03 replaces it
+            replaces = previous[i] is not None and _turned_down(toks, previous[i])  # "0.1 too soft, 0.03": 0.03 replaces it
             replaces = replaces and status != PROPOSED
             if unit_says or said or replaces or prev in ("went", "go") or any(f" {c} " in before for c in cues):
                 values.append((i, num, any(f" {r} " in before for r in _RESTORE)))
@@ -616,7 +621,7 @@ class Extractor:
             taken = _taken(ctx.proposals, toks, tuple(s.ident for s in here))
             if taken:
                 out += taken
-        loose_numbers = any(P.parse_number(t) and i not in used and not _not_a_value(toks, i) for i, t in enumerate(toks))
+        loose_numbers = any(n and i not in used and not _not_a_value(toks, i) for i, n in enumerate(parsed))
         if not values and not named and not stated and not loose_numbers and status != REJECTED and ctx.proposals \
                 and _confirms(low, toks):
             out += _confirmed(ctx.proposals, toks)
