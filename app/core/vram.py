@@ -24,7 +24,7 @@ a render keeps Kelvin on the GPU until that pressure has cleared once.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 NORMAL, YIELDING, YIELDED, RECOVERING, OFF = "normal", "yielding", "yielded", "recovering", "off"
 STATES = (NORMAL, YIELDING, YIELDED, RECOVERING, OFF)
@@ -381,13 +381,3 @@ class VramPolicy:
         tr = Transition(t, self.state, to, reason, action)
         self.state, self.since = to, t
         return tr
-
-    def snapshot(self) -> dict:
-        """The guard's state for ``kelvin gpu status`` and the app."""
-        return {"state": self.state, "since": self.since, "reserve_mb": self.reserve_mb, "kelvin_mb": self.kelvin_mb,
-                "held": self.held, "pressure": self.pressure.reason}
-
-
-def with_config(policy: VramPolicy, **changes) -> VramPolicy:
-    """A fresh policy with some settings changed (for the app's settings dialog and tests)."""
-    return VramPolicy(replace(policy.config, **changes))

@@ -80,7 +80,6 @@ class GpuGuard:
         self.samples: deque[Sample] = deque(maxlen=1200)  # ten minutes at 0.5 s, for the app's plot
         self.on_event: list[Callable[[GuardEvent], None]] = []
         self.on_sample: list[Callable[[Sample], None]] = []
-        self.freed_mb = 0
         self._mode_before: Mode | None = None  # the conversation's mode before the guard moved it
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
         self._actions = None if synchronous else ThreadPoolExecutor(1, thread_name_prefix="kelvin-gpu-action")
@@ -249,12 +248,12 @@ class GpuGuard:
         except OllamaUnavailable as exc:  # nothing can be unloaded; the artist still hears what happened
             self.notify("Kelvin yielded the GPU", f"{head}: Kelvin moved off the GPU ({where}); {exc}.")
             raise
-        self.freed_mb = freed // 2**20
-        text = f"{head}: Kelvin moved off the GPU ({where})" + (f", freed {mb_text(self.freed_mb)}" if freed else "")
+        freed_mb = freed // 2**20
+        text = f"{head}: Kelvin moved off the GPU ({where})" + (f", freed {mb_text(freed_mb)}" if freed else "")
         if stuck:
             text += f"; Ollama still holds {', '.join(stuck)}"
         self.notify("Kelvin yielded the GPU", text + ".")
-        return not stuck, (f"freed {mb_text(self.freed_mb)}" if freed else "nothing of Kelvin's was loaded") + (
+        return not stuck, (f"freed {mb_text(freed_mb)}" if freed else "nothing of Kelvin's was loaded") + (
             f"; still loaded: {', '.join(stuck)}" if stuck else "")
 
     def _come_back(self, tr: Transition) -> tuple[bool, str]:
@@ -274,11 +273,6 @@ class GpuGuard:
             detail = f"{model} loaded on the GPU again"
         self.notify("Kelvin is back on the GPU", f"The render is over: Kelvin is back on the GPU{back}.")
         return True, detail
-
-    def status(self) -> dict:
-        last = self.samples[-1] if self.samples else None
-        return {**self.policy.snapshot(), "freed_mb": self.freed_mb, "problem": getattr(self.source, "problem", ""),
-                "sample": last.to_json() if last else None}
 
 
 def replay(guard: GpuGuard, samples: list[Sample], realtime: bool = False,
