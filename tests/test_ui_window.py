@@ -175,5 +175,39 @@ def test_without_a_gpu_the_gpu_view_says_so_and_its_buttons_are_off(qtbot, windo
         w.attach_guard(None, "no NVIDIA driver answers (NVML Shared Library Not Found)")
         assert w.gpu.state.text().startswith("No NVIDIA GPU to watch: no NVIDIA driver answers")
         assert not w.gpu.free_button.isEnabled() and w.gpu_label.text() == "GPU: guard off"
-        qtbot.keyClick(w.chat.transcript, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+        qtbot.keyClick(w.chat.transcript, Qt.Key.Key_3, Qt.KeyboardModifier.ControlModifier)
         assert w.views.currentWidget() is w.gpu
+
+
+def test_the_memory_browser_lists_searches_and_filters_with_rows_fetched_a_page_at_a_time(qtbot, window, qtmodeltester):
+    from app.ui.memory_view import PAGE, IdRole
+
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        memory, project = w.services.memory, w.services.conversation.project
+        for i in range(PAGE + 30):  # more than a page
+            text = f"Octane note {i}: GI clamp {i}" if i % 2 else f"Redshift note {i}: the key light is too warm"
+            memory.commit(text, project=project, ts_ms=1_763_800_000_000 + i * 1000)
+        memory.flush()
+        qtbot.keyClick(w.chat.transcript, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+        assert w.views.currentWidget() is w.memory and w.memory.search.hasFocus()
+        model = w.memory.model
+        qtbot.waitUntil(lambda: model.rowCount() == PAGE + 30, timeout=10_000)
+        qtbot.waitUntil(lambda: model.index(0, 4).data() != "…", timeout=10_000)
+        assert model.index(0, 4).data() == "Octane note 129: GI clamp 129"  # newest first
+        assert len(model.cache) == PAGE  # only the page that was looked at
+        assert model.index(PAGE + 5, 4).data() == "…"  # a row further down: asked for, not there yet
+        qtbot.waitUntil(lambda: model.index(PAGE + 5, 4).data() != "…", timeout=10_000)
+        assert model.index(PAGE + 5, 0).data(IdRole) == model.ids[PAGE + 5]
+        qtmodeltester.check(model)
+        # search as you type (debounced), whole messages ranked
+        qtbot.keyClicks(w.memory.search, "GI clamp 17")
+        qtbot.waitUntil(lambda: w.memory.count.text().startswith(f"{model.rowCount()} best matches"), timeout=10_000)
+        assert model.index(0, 4).data() == "Octane note 17: GI clamp 17"
+        # a filter narrows the list
+        w.memory.search.clear()
+        box = w.memory.filters["engine"]
+        box.setCurrentIndex(box.findData("redshift"))
+        box.activated.emit(box.currentIndex())
+        qtbot.waitUntil(lambda: model.rowCount() == (PAGE + 30) // 2, timeout=10_000)
+        qtbot.waitUntil(lambda: model.index(0, 3).data() == "redshift", timeout=10_000)

@@ -371,13 +371,24 @@ class MemoryService:
 
     def list(self, project: str | None = None, limit: int = 20, filters: Filters = Filters()) -> list[Message]:
         """The latest messages, newest last."""
+        ids = self.message_ids(project, filters)[::-1]
+        ids = ids[-limit:] if limit else ids
+        found = self.messages(ids, project)
+        return [found[i] for i in ids if i in found]
+
+    def message_ids(self, project: str | None = None, filters: Filters = Filters()) -> list[str]:
+        """Every message id that passes the filters, newest first (cheap: no text is read)."""
         stores = self._readable(project, False)
         if not stores:
             return []
-        heads = sorted(stores[0].index.message_heads(filters.where()), key=lambda r: (r["ts_ms"], r["message_id"]))
-        ids = [r["message_id"] for r in heads[-limit:]] if limit else [r["message_id"] for r in heads]
-        found = stores[0].index.messages(ids)
-        return [found[i] for i in ids if i in found]
+        heads = sorted(stores[0].index.message_heads(filters.where()), key=lambda r: (r["ts_ms"], r["message_id"]),
+                       reverse=True)
+        return [r["message_id"] for r in heads]
+
+    def messages(self, ids: list[str], project: str | None = None) -> dict[str, Message]:
+        """Whole messages by id (a browser's page of rows)."""
+        stores = self._readable(project, False)
+        return stores[0].index.messages(ids) if stores and ids else {}
 
     def memories(self, project: str | None = None) -> list[Memory]:
         stores = self._readable(project, False)

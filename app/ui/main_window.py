@@ -14,7 +14,9 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QSta
 from app.core.vram import process_key
 from app.services.gpu_guard import config_from
 from app.ui.chat_view import ChatView
+from app.memory.index import Filters
 from app.ui.gpu_view import GpuView
+from app.ui.memory_view import MemoryView
 from app.ui.tray import Tray
 from app.ui.worker import Pools, Worker
 
@@ -88,6 +90,10 @@ class MainWindow(QMainWindow):
         self.views = QStackedWidget()
         self.chat = ChatView()
         self._add_view("Chat", self.chat)
+        self.memory = MemoryView()
+        self._add_view("Memory", self.memory)
+        self.memory.query.connect(self._browse)
+        self.memory.model.wanted.connect(self._fetch_rows)
         self.gpu = GpuView(frozenset(process_key(n) for n in config_from(settings).renderers))
         self._add_view("GPU", self.gpu)
         self.gpu.free_now.connect(self.free_vram)
@@ -96,7 +102,7 @@ class MainWindow(QMainWindow):
         self.tray.show_window.connect(self._raise)
         self.tray.free_now.connect(self.free_vram)
         self.tray.quit.connect(self.close)
-        self.tabs.currentChanged.connect(self.views.setCurrentIndex)
+        self.tabs.currentChanged.connect(self._view_changed)
         self.chat.send.connect(self.ask)
         self.chat.stop.connect(self.stop_reply)
         self.chat.link_hovered.connect(lambda url: self.statusBar().showMessage(url.toString(), 4000))
@@ -112,6 +118,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Starting …")
 
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.stop_reply)
+        QShortcut(QKeySequence("Ctrl+K"), self, activated=self._focus_search)
         for n in range(1, 5):
             QShortcut(QKeySequence(f"Ctrl+{n}"), self, activated=lambda n=n: self._show_view(n - 1))
         quit_action = QAction("Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
@@ -132,6 +139,38 @@ class MainWindow(QMainWindow):
     def _show_view(self, index: int) -> None:
         if index < self.tabs.count():
             self.tabs.setCurrentIndex(index)
+
+    def _view_changed(self, index: int) -> None:
+        self.views.setCurrentIndex(index)
+        if self.views.currentWidget() is self.memory:
+            self.memory._changed()  # what is stored now (turns commit in the background)
+
+    def _focus_search(self) -> None:
+        self._show_view(self.views.indexOf(self.memory))
+        self.memory.search.setFocus()
+        self.memory.search.selectAll()
+
+    # ---- the memory browser ----------------------------------------------------------------------
+    def _browse(self, text: str, values: dict) -> None:
+        if self.services is None:
+            return
+        memory, project = self.services.memory, self.services.conversation.project
+        filters = Filters(**values)
+
+        def look(report):
+            if text:
+                hits = memory.search(text, k=200, filters=filters, project=project)
+                return [h.message.id for h in hits], {h.message.id: h.message for h in hits}
+            return memory.message_ids(project, filters), {}
+
+        self._run(self.pools.memory, look,
+                  returned=lambda r: self.memory.show_results(r[0], r[1], text),
+                  errored=lambda exc: self.memory.count.setText(f"Search failed: {exc}"))
+
+    def _fetch_rows(self, ids: list) -> None:
+        if self.services is not None:
+            memory, project = self.services.memory, self.services.conversation.project
+            self._run(self.pools.memory, lambda report: memory.messages(ids, project), returned=self.memory.model.fill)
 
     # ---- services --------------------------------------------------------------------------------
     def attach(self, services) -> None:

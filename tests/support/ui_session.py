@@ -69,6 +69,12 @@ def main(out: Path) -> int:
                 return QTimer.singleShot(100, wait_answer)
             window.chat._anchor(QUrl(f"look:{len(window.chat.entries) - 1}"))
             shot("chat.png")
+            window.tabs.setCurrentIndex(1)
+            window.memory.search.setText("GI clamp")
+            QTimer.singleShot(1500, memory_view)
+
+        def memory_view() -> None:
+            shot("memory.png")
             gpu_view()
 
         def gpu_view() -> None:
@@ -78,7 +84,7 @@ def main(out: Path) -> int:
 
             guard = GpuGuard(settings, source=None, conversation=window.services.conversation, synchronous=True)
             window.attach_guard(guard)
-            window.tabs.setCurrentIndex(1)
+            window.tabs.setCurrentIndex(2)
             for sample in read_trace(Path(__file__).resolve().parent.parent / "traces" / "octane_render_start.jsonl"):
                 guard.step(sample)
                 app.processEvents()
