@@ -258,14 +258,14 @@ class GpuGuard:
 
     def _come_back(self, tr: Transition) -> tuple[bool, str]:
         c = self.conversation
-        if self.embedder is not None and hasattr(self.embedder, "cpu"):
-            self.embedder.cpu = False
         back = ""
         if c is not None and self._mode_before is not None:
             if c.mode is Mode.parse(self.settings.yield_mode):  # the artist did not pick a mode meanwhile
                 c.set_mode(self._mode_before, reason=f"VRAM guard: {tr.reason}")
                 back = " (GPU mode again)"
             self._mode_before = None
+        if self.embedder is not None and hasattr(self.embedder, "cpu"):  # off the GPU as long as the chat is
+            self.embedder.cpu = c is not None and c.mode is not Mode.GPU
         detail = "the model loads again with the next question"
         if self.settings.preload_after_render:
             model = self.models()[0]
