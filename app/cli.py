@@ -7,6 +7,7 @@ with a non-zero exit; a traceback means a bug.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import logging
 import sys
@@ -35,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
                     "recall (no model: quote from memory); default: setting 'mode'")
     ch.add_argument("--json", action="store_true", help="with --once: print the turn as JSON")
 
-    sub.add_parser("app", help="open the desktop window (preview: the chat view)")
+    sub.add_parser("app", help="open the desktop window (what bare `kelvin` does where there is a display)")
+    sub.add_parser("info", help="where your data lives and the commands to start with")
 
     doc = sub.add_parser("doctor", help="check Ollama, the models, the GPU, the data folder and the memory")
     doc.add_argument("--json", action="store_true")
@@ -341,14 +343,24 @@ def _gpu(args, settings) -> int:
     return g.replay_trace(settings, args.trace, args.json, args.realtime)
 
 
-def _welcome(settings) -> int:
+def has_display() -> bool:
+    """Whether a window can open here: always on Windows and macOS; on Linux an X or Wayland
+    display, or a Qt platform chosen by hand (``QT_QPA_PLATFORM=offscreen`` for scripts)."""
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return any(os.environ.get(v) for v in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
+
+
+def _welcome(settings, why: str = "") -> int:
+    if why:
+        print(f"kelvin: {why}; here is the terminal side instead.\n")
     print(f"Kelvin {__version__}")
     print(f"  data folder : {settings.data_path()}")
     print(f"  project     : {settings.project}")
     print(f"  Ollama      : {settings.ollama_host} (chat model {settings.chat_model})")
     print(f"  embedder    : {settings.embedder}")
     print()
-    print("The desktop app is on its way. Meanwhile everything works from the terminal:")
+    print("Bare `kelvin` opens the desktop window. Everything also works from the terminal:")
     print("  kelvin chat                      talk to Kelvin (streamed; /help for commands)")
     print("  kelvin chat --once \"question\"    one answer, for scripts")
     print("  kelvin doctor                    check Ollama, models, GPU and memory")
@@ -375,15 +387,17 @@ def main(argv: list[str] | None = None) -> int:
     service = None
     try:
         settings = settings_mod.load({"data_dir": args.data_dir, "project": args.project})
-        if args.command is None:
+        if args.command == "info":
             return _welcome(settings)
+        if args.command is None and not has_display():
+            return _welcome(settings, "no display to open the window on (no DISPLAY or WAYLAND_DISPLAY)")
         from app import terminal
 
         if args.command == "doctor":
             return terminal.doctor(settings, args.json)
         if args.command == "gpu":
             return _gpu(args, settings)
-        if args.command == "app":
+        if args.command in (None, "app"):
             from app.ui.app import main as open_app
 
             return open_app(settings)
