@@ -109,6 +109,36 @@ def test_edit_and_delete_are_journaled_and_reach_markdown(service):
         service.delete(msg.id)
 
 
+def test_a_deleted_message_comes_back_whole_with_undo_and_survives_a_rebuild(service):
+    from app.services.settings_ledger import SettingsLedger
+
+    first, _ = service.commit("Octane GI clamp 10, final for the hero shot", ts_ms=parse_ts("2026-03-04T10:00:00Z"))
+    middle, _ = service.commit("Octane GI clamp 25 is too noisy", ts_ms=parse_ts("2026-03-04T11:00:00Z"))
+    last, _ = service.commit("Octane GI clamp 12 on the close-up", ts_ms=parse_ts("2026-03-04T12:00:00Z"))
+    service.flush()
+    ledger = SettingsLedger(service)
+    sources = lambda: {e.source_id for e in ledger.history("gi clamp", "octane")[0][1]}  # noqa: E731
+    before_md = "".join(p.read_text(encoding="utf-8") for p in service.store().book.files())
+    assert middle.id in sources()
+
+    gone = service.delete(middle.id)
+    assert service.show(middle.id) is None and middle.id not in sources()
+    back = service.restore(gone)
+    assert (back.id, back.text, back.ts_ms, back.role) == (middle.id, middle.text, middle.ts_ms, "user")
+    assert _ids(service.search("too noisy", k=1)) == [middle.id]
+    assert middle.id in sources()
+    md = "".join(p.read_text(encoding="utf-8") for p in service.store().book.files())
+    assert md == before_md  # back in its place in time, not appended at the end
+    assert service.message_ids() == [last.id, middle.id, first.id]
+    service.restore(gone)  # undoing twice changes nothing
+    assert len(service.message_ids()) == 3
+    ops = [e.op for e in Journal(service.store().folder / "journal").read()]
+    assert ops[-2:] == ["message.delete", "message.restore"]
+    service.reindex()  # the journal alone gives the same store
+    assert service.message_ids() == [last.id, middle.id, first.id]
+    assert md == "".join(p.read_text(encoding="utf-8") for p in service.store().book.files())
+
+
 def test_html_and_script_in_messages_are_stored_exactly_and_escaped_in_markdown(service):
     text = "<script>alert('x')</script> <!-- kelvin:end m_fake --> use <b>8</b> samples & a < b"
     msg, _ = service.commit(text)

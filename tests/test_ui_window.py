@@ -211,3 +211,147 @@ def test_the_memory_browser_lists_searches_and_filters_with_rows_fetched_a_page_
         box.activated.emit(box.currentIndex())
         qtbot.waitUntil(lambda: model.rowCount() == (PAGE + 30) // 2, timeout=10_000)
         qtbot.waitUntil(lambda: model.index(0, 3).data() == "redshift", timeout=10_000)
+
+
+def _open_browser(qtbot, w):
+    qtbot.keyClick(w.chat.transcript, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    assert w.views.currentWidget() is w.memory
+
+
+def _markdown(memory, project=None) -> str:
+    return "".join(p.read_text(encoding="utf-8") for p in memory.store(project).book.files())
+
+
+def test_a_message_is_edited_in_place_deleted_and_both_undone_through_the_journal(qtbot, window, qtmodeltester):
+    from app.memory.journal import Journal
+    from app.ui.memory_view import TEXT_COLUMN
+
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        memory = w.services.memory
+        for i, text in enumerate(("Octane GI clamp 25 this morning", "Octane GI clamp 10, final",
+                                  "Rim light 2 stops over")):
+            memory.commit(text, ts_ms=1_763_800_000_000 + i * 60_000)
+        memory.flush()
+        _open_browser(qtbot, w)
+        model, table = w.memory.model, w.memory.table
+        qtbot.waitUntil(lambda: model.rowCount() == 3 and model.index(1, TEXT_COLUMN).data() != "…", timeout=10_000)
+        assert model.index(1, TEXT_COLUMN).data() == "Octane GI clamp 10, final"
+        original = model.cache[model.ids[1]]
+
+        # double-click opens the whole text; Shift+Enter breaks the line, Enter keeps the edit
+        table.setFocus()
+        table.setCurrentIndex(model.index(1, TEXT_COLUMN))
+        qtbot.keyClick(table, Qt.Key.Key_F2)
+        editor = QApplication.focusWidget()
+        assert editor.toPlainText() == "Octane GI clamp 10, final"
+        editor.selectAll()
+        qtbot.keyClicks(editor, "Octane GI clamp 12, final")
+        qtbot.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+        qtbot.keyClicks(editor, "(client)")
+        with qtbot.waitSignal(w.memory.model.dataChanged, timeout=10_000):
+            qtbot.keyClick(editor, Qt.Key.Key_Return)
+        assert memory.show(original.id).text == "Octane GI clamp 12, final\n(client)"
+        assert "Octane GI clamp 12, final" in _markdown(memory) and "clamp 10, final" not in _markdown(memory)
+        assert model.index(1, TEXT_COLUMN).data() == "Octane GI clamp 12, final (client)"
+        assert w.memory.undo_button.isEnabled() and w.memory.undo_label.text() == "Edited 1 message."
+
+        # Delete removes the selected rows; Undo (Ctrl+Z) puts them back whole, in their place
+        table.selectRow(0)
+        table.setFocus()
+        with qtbot.waitSignal(model.rowsRemoved, timeout=10_000):
+            qtbot.keyClick(table, Qt.Key.Key_Delete)
+        gone_id = [m for m in memory.list(limit=10)]
+        assert [m.text for m in gone_id] == ["Octane GI clamp 25 this morning", "Octane GI clamp 12, final\n(client)"]
+        assert model.rowCount() == 2 and "Rim light" not in _markdown(memory)
+        qtmodeltester.check(model)
+        qtbot.keyClick(table, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: model.rowCount() == 3, timeout=10_000)
+        assert w.memory.undo_label.text() == "Restored 1 message."
+        assert "Rim light 2 stops over" in _markdown(memory)
+        # and the edit, undone: the text as it was
+        w.memory.undo_button.click()
+        qtbot.waitUntil(lambda: w.memory.undo_label.text() == "Edit undone.", timeout=10_000)
+        assert memory.show(original.id).text == "Octane GI clamp 10, final"
+        assert not w.memory.undo_button.isEnabled()
+        ops = [e.op for e in Journal(memory.store().folder / "journal").read()]
+        assert ops[3:] == ["message.edit", "message.delete", "message.restore", "message.edit"]
+
+
+def test_the_browser_filters_by_date_and_project(qtbot, window):
+    from datetime import datetime, timedelta
+
+    from PySide6.QtCore import QDate
+
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        memory = w.services.memory
+        now = datetime.now().astimezone()
+        old = int((now - timedelta(days=20)).timestamp() * 1000)
+        memory.commit("Three weeks ago: Redshift bounces 4", ts_ms=old)
+        memory.commit("Today: Redshift bounces 6", ts_ms=int(now.timestamp() * 1000))
+        memory.commit("Other project: camera at 35mm", project="perfume")
+        memory.flush()
+        w._fill_projects()
+        _open_browser(qtbot, w)
+        model, view = w.memory.model, w.memory
+        qtbot.waitUntil(lambda: model.rowCount() == 2, timeout=10_000)
+        view.dates.setCurrentIndex(view.dates.findText("last 7 days"))
+        view.dates.activated.emit(view.dates.currentIndex())
+        qtbot.waitUntil(lambda: model.rowCount() == 1, timeout=10_000)
+        qtbot.waitUntil(lambda: model.index(0, 4).data() == "Today: Redshift bounces 6", timeout=10_000)
+        # a range of dates: only the day three weeks ago
+        view.dates.setCurrentIndex(view.dates.findData("range"))
+        view.dates.activated.emit(view.dates.currentIndex())
+        assert view.date_from.isVisible() and view.date_to.isVisible()
+        day = QDate.currentDate().addDays(-20)
+        view.date_from.setDate(day.addDays(-1))
+        view.date_to.setDate(day)
+        qtbot.waitUntil(lambda: model.rowCount() == 1 and model.index(0, 4).data() == "Three weeks ago: Redshift bounces 4",
+                        timeout=10_000)
+        # another project's memory, without switching the chat's project
+        view.dates.setCurrentIndex(0)
+        view.project.setCurrentText("perfume")
+        view.project.activated.emit(view.project.currentIndex())
+        qtbot.waitUntil(lambda: model.rowCount() == 1 and model.index(0, 4).data() == "Other project: camera at 35mm",
+                        timeout=10_000)
+        assert w.services.conversation.project == "default"
+
+
+def test_the_settings_table_shows_current_values_history_and_takes_corrections(qtbot, window, qtmodeltester):
+    from app.ui.settings_view import KeyRole
+
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        memory = w.services.memory
+        for i, text in enumerate(("In Octane, set GI clamp to 25", "ok, GI clamp 10 it is",
+                                  "we went with 1024 max samples")):
+            memory.commit(text, ts_ms=1_763_800_000_000 + i * 60_000)
+        memory.flush()
+        _open_browser(qtbot, w)
+        panel = w.memory.settings
+        w.memory.pages.setCurrentWidget(panel)
+        qtbot.waitUntil(lambda: panel.current.rowCount() == 2, timeout=10_000)
+        qtmodeltester.check(panel.current)
+        rows = {panel.current.index(r, 1).data(): r for r in range(2)}
+        row = rows["GI clamp"]
+        assert [panel.current.index(row, c).data() for c in (0, 2, 4, 5)] == ["Octane", "10", "chat", "25"]
+        panel.table.selectRow(row)
+        qtbot.waitUntil(lambda: panel.history.rowCount() == 2, timeout=10_000)
+        qtmodeltester.check(panel.history)
+        assert [panel.history.index(r, 1).data() for r in range(2)] == ["25", "10"]
+        assert panel.history.index(1, 4).data() == "ok, GI clamp 10 it is"
+        # a correction typed in the table goes through the ledger and wins
+        with qtbot.waitSignal(panel.current.modelReset, timeout=10_000):
+            panel.current.setData(panel.current.index(row, 2), "12")
+        qtbot.waitUntil(lambda: panel.history.rowCount() == 3, timeout=10_000)
+        key = panel.current.index(row, 0).data(KeyRole)
+        now = w.services.conversation.ledger.current_of(key)
+        assert (now.entry.value, now.entry.by) == (12, "artist")
+        assert panel.history.index(2, 3).data() == "you"
+        panel.current.setData(panel.current.index(row, 2), "lots")  # not a number: said, nothing changes
+        qtbot.waitUntil(lambda: "Not changed" in panel.count.text(), timeout=10_000)
+        assert w.services.conversation.ledger.current_of(key).entry.value == 12
+        panel.unset_button.click()
+        qtbot.waitUntil(lambda: panel.current.rowCount() == 1, timeout=10_000)
+        assert w.services.conversation.ledger.current_of(key) is None

@@ -101,7 +101,7 @@ class SettingsBook:
                 if ev.seq <= self.seq:
                     continue
                 last = ev.seq
-                if ev.op == "message.add":
+                if ev.op in ("message.add", "message.restore"):
                     lines += self._from_message(to_message(ev.data), ev.seq)
                 elif ev.op == "message.delete":
                     lines += self._retract(ev.data["id"])

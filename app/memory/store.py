@@ -31,9 +31,10 @@ log = logging.getLogger("kelvin.store")
 OP_MESSAGE_ADD = "message.add"
 OP_MESSAGE_EDIT = "message.edit"
 OP_MESSAGE_DELETE = "message.delete"
+OP_MESSAGE_RESTORE = "message.restore"  # a deleted message put back (undo): the whole message, as it was
 OP_MEMORY_ADD = "memory.add"
 OP_MEMORY_DELETE = "memory.delete"
-OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MEMORY_ADD, OP_MEMORY_DELETE, *SETTING_OPS)
+OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MESSAGE_RESTORE, OP_MEMORY_ADD, OP_MEMORY_DELETE, *SETTING_OPS)
 EMBEDDER_RETRY_S = 30.0
 
 
@@ -165,9 +166,9 @@ class ProjectStore:
         batch: set[str] = set()
         kept = []
         for op, d in items:
-            if op == OP_MESSAGE_ADD:
+            if op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE):
                 if d["id"] in known or d["id"] in batch:
-                    continue
+                    continue  # already stored (a restore of a message that is there changes nothing)
                 batch.add(d["id"])
             kept.append((op, d))
         if not kept:
@@ -247,6 +248,13 @@ class ProjectStore:
             self.index.delete_messages([old.id])
             self.index.put_messages([new], self._embed({r["chunk_id"]: r["text"] for r in message_rows(new)}))
             self.book.upsert(new)
+        elif entry.op == OP_MESSAGE_RESTORE:
+            msg = self.to_message(data)
+            if self._known is not None:
+                self._known.add(msg.id)
+            self.index.delete_messages([msg.id])  # idempotent on replay
+            self.index.put_messages([msg], self._embed({r["chunk_id"]: r["text"] for r in message_rows(msg)}))
+            self.book.upsert(msg)  # back in its domain file, in time order
         elif entry.op == OP_MEMORY_DELETE:
             self.index.delete_memories([data["id"]])
         elif entry.op in SETTING_OPS:
@@ -337,6 +345,8 @@ class ProjectStore:
                 messages[d["id"]] = {**messages[d["id"]], "text": d["text"]}
             elif e.op == OP_MESSAGE_DELETE:
                 messages.pop(d["id"], None)
+            elif e.op == OP_MESSAGE_RESTORE:
+                messages.setdefault(d["id"], d)
             elif e.op == OP_MEMORY_ADD:
                 memories[d["id"]] = Memory(**d)
             elif e.op == OP_MEMORY_DELETE:

@@ -43,6 +43,7 @@ from app.memory.store import (
     OP_MESSAGE_ADD,
     OP_MESSAGE_DELETE,
     OP_MESSAGE_EDIT,
+    OP_MESSAGE_RESTORE,
     ProjectStore,
 )
 from app.services.commit_queue import CommitQueue
@@ -209,6 +210,17 @@ class MemoryService:
             raise RecordError(f"no message {message_id!r} in project {store.name!r}")
         self.writer.submit(store.name, [(OP_MESSAGE_DELETE, {"id": message_id})]).result()
         return old
+
+    def restore(self, message: Message, project: str | None = None) -> Message:
+        """Put a deleted message back, whole (undo of :meth:`delete`). The journal keeps the
+        deletion and the restore as two events; a message that is still there is left alone."""
+        store = self.store(project)
+        self.writer.flush()
+        self.writer.submit(store.name, [(OP_MESSAGE_RESTORE, message.to_event())]).result()
+        back = self.show(message.id, project)
+        if back is None:
+            raise RecordError(f"message {message.id!r} could not be restored in project {store.name!r}")
+        return back
 
     def remember(self, text: str, category: str = "fact", *, project: str | None = None,
                  source_id: str = "") -> tuple[Memory, Future]:

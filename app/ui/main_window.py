@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QSta
 from app.core.vram import process_key
 from app.services.gpu_guard import config_from
 from app.ui.chat_view import ChatView
+from app.core.records import RecordError
 from app.memory.index import Filters
 from app.ui.gpu_view import GpuView
 from app.ui.memory_view import MemoryView
@@ -94,6 +95,12 @@ class MainWindow(QMainWindow):
         self._add_view("Memory", self.memory)
         self.memory.query.connect(self._browse)
         self.memory.model.wanted.connect(self._fetch_rows)
+        self.memory.edit_requested.connect(self._edit_message)
+        self.memory.delete_requested.connect(self._delete_messages)
+        self.memory.undo_requested.connect(self._undo)
+        self.memory.settings.history_wanted.connect(self._setting_history)
+        self.memory.settings.set_requested.connect(self._set_setting)
+        self.memory.settings.unset_requested.connect(self._unset_setting)
         self.gpu = GpuView(frozenset(process_key(n) for n in config_from(settings).renderers))
         self._add_view("GPU", self.gpu)
         self.gpu.free_now.connect(self.free_vram)
@@ -143,7 +150,7 @@ class MainWindow(QMainWindow):
     def _view_changed(self, index: int) -> None:
         self.views.setCurrentIndex(index)
         if self.views.currentWidget() is self.memory:
-            self.memory._changed()  # what is stored now (turns commit in the background)
+            self.memory.refresh()  # what is stored now (turns commit in the background)
 
     def _focus_search(self) -> None:
         self._show_view(self.views.indexOf(self.memory))
@@ -154,7 +161,9 @@ class MainWindow(QMainWindow):
     def _browse(self, text: str, values: dict) -> None:
         if self.services is None:
             return
-        memory, project = self.services.memory, self.services.conversation.project
+        memory = self.services.memory
+        values = dict(values)
+        project = values.pop("project", None) or self.services.conversation.project
         filters = Filters(**values)
 
         def look(report):
@@ -166,11 +175,90 @@ class MainWindow(QMainWindow):
         self._run(self.pools.memory, look,
                   returned=lambda r: self.memory.show_results(r[0], r[1], text),
                   errored=lambda exc: self.memory.count.setText(f"Search failed: {exc}"))
+        self._browse_settings(project)
+
+    def _browsed_project(self) -> str:
+        return self.memory.filter_values()["project"] or self.services.conversation.project
 
     def _fetch_rows(self, ids: list) -> None:
         if self.services is not None:
-            memory, project = self.services.memory, self.services.conversation.project
+            memory, project = self.services.memory, self._browsed_project()
             self._run(self.pools.memory, lambda report: memory.messages(ids, project), returned=self.memory.model.fill)
+
+    def _edit_message(self, before, text: str) -> None:
+        memory, project = self.services.memory, self._browsed_project()
+        self._run(self.pools.memory, lambda report: memory.edit(before.id, text, project),
+                  returned=lambda after: (self.memory.edited(before, after), self._changed_memory("Edited; saved")),
+                  errored=lambda exc: self.memory.count.setText(f"Not edited: {exc}"))
+
+    def _delete_messages(self, messages: list) -> None:
+        memory, project = self.services.memory, self._browsed_project()
+
+        def delete(report):
+            done = []
+            for m in messages:
+                try:
+                    memory.delete(m.id, project)
+                except RecordError:  # already gone (deleted elsewhere): nothing to undo for it
+                    continue
+                done.append(m)
+            return done
+
+        self._run(self.pools.memory, delete,
+                  returned=lambda done: (self.memory.deleted(done), self._changed_memory("Deleted; Undo puts it back")),
+                  errored=lambda exc: self.memory.count.setText(f"Not deleted: {exc}"))
+
+    def _undo(self, action) -> None:
+        memory, project = self.services.memory, self._browsed_project()
+        kind, what = action
+
+        def undo(report):
+            if kind == "edit":
+                memory.edit(what.id, what.text, project)
+                return "Edit undone."
+            for m in what:
+                memory.restore(m, project)
+            return f"Restored {len(what)} message{'s' if len(what) != 1 else ''}."
+
+        self._run(self.pools.memory, undo, returned=lambda said: (self.memory.undone(said), self._changed_memory(said)),
+                  errored=lambda exc: self.memory.undone(f"Could not undo: {exc}"))
+
+    def _changed_memory(self, said: str) -> None:
+        self.statusBar().showMessage(f"{said} (journal, index and Markdown)", 4000)
+        self._browse_settings(self._browsed_project())
+
+    # ---- the settings ledger -----------------------------------------------------------------------
+    def _browse_settings(self, project: str) -> None:
+        ledger = self.services.conversation.ledger
+        self._run(self.pools.memory, lambda report: ledger.current(project, candidates=True),
+                  returned=self.memory.settings.show_current,
+                  errored=lambda exc: self.memory.settings.count.setText(f"Settings could not be read: {exc}"))
+        key = self.memory.settings.selected_key()
+        if key is not None:
+            self._setting_history(key)
+
+    def _setting_history(self, key) -> None:
+        memory, ledger, project = self.services.memory, self.services.conversation.ledger, self._browsed_project()
+
+        def history(report):
+            entries = ledger.book(project).history(*key)
+            ids = [e.source_id for e in entries if e.source_id]
+            return entries, {i: m.text for i, m in memory.messages(ids, project).items()}
+
+        self._run(self.pools.memory, history, returned=lambda r: self.memory.settings.show_history(key, *r))
+
+    def _set_setting(self, key, text: str) -> None:
+        ledger, project = self.services.conversation.ledger, self._browsed_project()
+        self._run(self.pools.memory, lambda report: ledger.set(key[1], text, key[0] or "any", project,
+                                                               note="corrected in the memory browser"),
+                  returned=lambda _: self._changed_memory("Setting corrected"),
+                  errored=lambda exc: self.memory.settings.count.setText(f"Not changed: {exc}"))
+
+    def _unset_setting(self, key) -> None:
+        ledger, project = self.services.conversation.ledger, self._browsed_project()
+        self._run(self.pools.memory, lambda report: ledger.unset(key[1], key[0] or "any", project),
+                  returned=lambda _: self._changed_memory("Setting unset"),
+                  errored=lambda exc: self.memory.settings.count.setText(f"Not unset: {exc}"))
 
     # ---- services --------------------------------------------------------------------------------
     def attach(self, services) -> None:
@@ -233,6 +321,7 @@ class MainWindow(QMainWindow):
         self.project_box.clear()
         self.project_box.addItems(sorted(names, key=str.lower))
         self.project_box.setCurrentText(c.project)
+        self.memory.set_projects(sorted(names, key=str.lower), c.project)
 
     def _switch_project(self, index: int) -> None:
         name = self.project_box.itemText(index)
@@ -241,7 +330,8 @@ class MainWindow(QMainWindow):
             return
         self._run(self.pools.model, lambda report: c.switch_project(name),
                   returned=lambda _: (self.setWindowTitle(f"Kelvin — {c.project}"),
-                                      self.chat.add("notice", f"Project: {c.project}")),
+                                      self.chat.add("notice", f"Project: {c.project}"),
+                                      self.memory.use_project(c.project)),
                   errored=lambda exc: (self.chat.add("notice", str(exc)), self._fill_projects()))
 
     def _set_mode(self, index: int) -> None:

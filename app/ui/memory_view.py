@@ -1,11 +1,21 @@
 """The memory browser: every stored message, newest first, searchable as you type (hybrid search)
-and filtered by domain, type and engine. The table model holds message ids only and fetches rows
-a page at a time on the memory pool, so 100k messages cost a list of ids, not 100k rows; a row
-not fetched yet shows "…" until its page arrives."""
+and filtered by project, domain, type, engine and date; the settings ledger beside it.
+
+The table model holds message ids only and fetches rows a page at a time on the memory pool, so
+100k messages cost a list of ids, not 100k rows; a row not fetched yet shows "…" until its page
+arrives. A message is edited in place (double-click or F2; Enter keeps, Shift+Enter breaks the
+line, Esc leaves it) and deleted with Delete; both can be undone (Ctrl+Z or the Undo button) —
+the view keeps what was there and asks the window to put it back, through the journal."""
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget
+from datetime import datetime, time, timedelta
+
+from PySide6.QtCore import QAbstractTableModel, QDate, QEvent, QModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (QComboBox, QDateEdit, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
+                               QPushButton, QStyledItemDelegate, QTableView, QTabWidget, QVBoxLayout, QWidget)
+
+from app.ui.settings_view import SettingsPanel
 
 PAGE = 100
 SEARCH_MS = 250
@@ -14,6 +24,14 @@ COLUMNS = ("When", "Who", "Domain", "Engine", "Message")
 DOMAINS = ("lighting", "shading", "camera", "optimization", "geometry", "texturing", "compositing", "general")
 TYPES = ("setting", "instruction", "critique", "logic", "dialogue")
 ENGINES = ("octane", "redshift", "arnold", "cycles", "vray", "karma", "corona")
+DATES = (("any time", None), ("today", 0), ("since yesterday", 1), ("last 7 days", 7), ("last 30 days", 30),
+         ("dates …", "range"))
+TEXT_COLUMN = len(COLUMNS) - 1
+UNDO_KEPT = 20
+
+
+def day_start_ms(day: QDate) -> int:
+    return int(datetime.combine(day.toPython(), time.min).astimezone().timestamp() * 1000)
 
 
 class MessagesModel(QAbstractTableModel):
@@ -21,6 +39,7 @@ class MessagesModel(QAbstractTableModel):
     (the page of ids it belongs to) and filled in by :meth:`fill`."""
 
     wanted = Signal(list)
+    edit_requested = Signal(object, str)  # the message as it is, the new text
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -41,6 +60,22 @@ class MessagesModel(QAbstractTableModel):
         if rows:
             self.dataChanged.emit(self.index(min(rows), 0), self.index(max(rows), len(COLUMNS) - 1))
 
+    def remove_ids(self, ids) -> None:
+        gone = set(ids)
+        for row in sorted((i for i, mid in enumerate(self.ids) if mid in gone), reverse=True):
+            self.beginRemoveRows(QModelIndex(), row, row)
+            del self.ids[row]
+            self.endRemoveRows()
+        self._asked = set()  # pages moved: ask again for what is missing
+        for mid in gone:
+            self.cache.pop(mid, None)
+
+    def row_of(self, message_id: str) -> int:
+        try:
+            return self.ids.index(message_id)
+        except ValueError:
+            return -1
+
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self.ids)
 
@@ -52,12 +87,32 @@ class MessagesModel(QAbstractTableModel):
             return COLUMNS[section]
         return None
 
+    def flags(self, index: QModelIndex):
+        base = super().flags(index)
+        if index.isValid() and index.column() == TEXT_COLUMN and index.row() < len(self.ids) \
+                and self.ids[index.row()] in self.cache:
+            return base | Qt.ItemFlag.ItemIsEditable
+        return base
+
+    def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
+        """An edit is asked for with ``edit_requested``; the row shows it once it is stored."""
+        if role != Qt.ItemDataRole.EditRole or not index.isValid() or index.column() != TEXT_COLUMN:
+            return False
+        m = self.cache.get(self.ids[index.row()])
+        text = str(value)
+        if m is not None and text.strip() and text != m.text:
+            self.edit_requested.emit(m, text)
+        return False
+
     def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not 0 <= index.row() < len(self.ids):
             return None
         mid = self.ids[index.row()]
         if role == IdRole:
             return mid
+        if role == Qt.ItemDataRole.EditRole and index.column() == TEXT_COLUMN:
+            m = self.cache.get(mid)
+            return m.text if m is not None else None
         if role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             return None
         m = self.cache.get(mid)
@@ -81,18 +136,67 @@ class MessagesModel(QAbstractTableModel):
         return " ".join(m.text.split())[:300]
 
 
-class MemoryView(QWidget):
-    """Search box and filters over the table. Emits what to look up; the window runs it."""
+class _TextEditor(QPlainTextEdit):
+    """The in-place editor of a message: Enter keeps the edit, Shift+Enter breaks the line."""
 
-    query = Signal(str, object)  # text ("" = list everything), filter values {"domain", "type", "engine"}
+    def __init__(self, parent, delegate):
+        super().__init__(parent)
+        self._delegate = delegate
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self._delegate.commitData.emit(self)
+            self._delegate.closeEditor.emit(self)
+            return
+        super().keyPressEvent(event)
+
+
+class MessageDelegate(QStyledItemDelegate):
+    """Edits a message's whole text (not the one-line preview) in a taller box."""
+
+    def createEditor(self, parent, option, index):  # noqa: N802
+        return _TextEditor(parent, self) if index.column() == TEXT_COLUMN else super().createEditor(parent, option, index)
+
+    def setEditorData(self, editor, index) -> None:  # noqa: N802
+        if isinstance(editor, _TextEditor):
+            editor.setPlainText(index.data(Qt.ItemDataRole.EditRole) or "")
+        else:
+            super().setEditorData(editor, index)
+
+    def setModelData(self, editor, model, index) -> None:  # noqa: N802
+        if isinstance(editor, _TextEditor):
+            model.setData(index, editor.toPlainText(), Qt.ItemDataRole.EditRole)
+        else:
+            super().setModelData(editor, model, index)
+
+    def updateEditorGeometry(self, editor, option, index) -> None:  # noqa: N802
+        rect = option.rect
+        if isinstance(editor, _TextEditor):
+            rect.setHeight(max(rect.height(), 110))
+        editor.setGeometry(rect)
+
+
+class MemoryView(QWidget):
+    """Messages and settings, as two tabs. Emits what to look up or change; the window runs it on
+    the memory pool and hands the results back."""
+
+    query = Signal(str, object)  # text ("" = list everything), {"project", "domain", "type", "engine", "since_ms", "until_ms"}
+    edit_requested = Signal(object, str)  # the message as it was, its new text
+    delete_requested = Signal(list)  # the messages as they were
+    undo_requested = Signal(object)  # ("edit", old message) or ("delete", [messages])
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.search = QLineEdit(objectName="memorySearch", placeholderText="Search everything Kelvin remembers …  (Ctrl+K)")
         self.search.setClearButtonEnabled(True)
+        self.project = QComboBox(objectName="filter_project")
+        self.project.setToolTip("The project to browse")
+        self.project.activated.connect(self._changed)
         self.filters = {}
         bar = QHBoxLayout()
         bar.addWidget(self.search, 1)
+        bar.addWidget(self.project)
+        filters = QHBoxLayout()
         for key, values in (("domain", DOMAINS), ("type", TYPES), ("engine", ENGINES)):
             box = QComboBox(objectName=f"filter_{key}")
             box.addItem(f"any {key}", None)
@@ -100,35 +204,154 @@ class MemoryView(QWidget):
                 box.addItem(v, v)
             box.activated.connect(self._changed)
             self.filters[key] = box
-            bar.addWidget(box)
+            filters.addWidget(box)
+        self.dates = QComboBox(objectName="filter_dates")
+        for label, value in DATES:
+            self.dates.addItem(label, value)
+        self.dates.activated.connect(self._dates_picked)
+        today = QDate.currentDate()
+        self.date_from = QDateEdit(today.addDays(-7), objectName="dateFrom", calendarPopup=True, displayFormat="yyyy-MM-dd")
+        self.date_to = QDateEdit(today, objectName="dateTo", calendarPopup=True, displayFormat="yyyy-MM-dd")
+        for edit in (self.date_from, self.date_to):
+            edit.dateChanged.connect(self._changed)
+            edit.hide()
+        filters.addWidget(self.dates)
+        filters.addWidget(self.date_from)
+        filters.addWidget(self.date_to)
+        filters.addStretch(1)
+
         self.model = MessagesModel(self)
+        self.model.edit_requested.connect(self.edit_requested)
         self.table = QTableView(objectName="messages")
         self.table.setModel(self.model)
+        self.table.setItemDelegate(MessageDelegate(self.table))
+        self.table.setEditTriggers(QTableView.EditTrigger.DoubleClicked | QTableView.EditTrigger.EditKeyPressed)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.verticalHeader().hide()
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()  # fixed widths: sizing to contents would read every row
         for col, width in enumerate((132, 56, 96, 74)):
             self.table.setColumnWidth(col, width)
-        header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(TEXT_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.installEventFilter(self)
         self.count = QLabel("", objectName="memoryCount")
+        self.delete_button = QPushButton("Delete", objectName="deleteMessage")
+        self.delete_button.setToolTip("Delete the selected messages (Delete); Undo puts them back")
+        self.delete_button.clicked.connect(self.delete_selected)
+        self.undo_label = QLabel("", objectName="undoLabel")
+        self.undo_button = QPushButton("Undo", objectName="undo", enabled=False)
+        self.undo_button.setToolTip("Undo the last edit or delete (Ctrl+Z)")
+        self.undo_button.clicked.connect(self.undo)
+        foot = QHBoxLayout()
+        foot.addWidget(self.count, 1)
+        foot.addWidget(self.undo_label)
+        foot.addWidget(self.undo_button)
+        foot.addWidget(self.delete_button)
+        messages = QWidget()
+        inner = QVBoxLayout(messages)
+        inner.setContentsMargins(0, 4, 0, 0)
+        inner.addLayout(filters)
+        inner.addWidget(self.table, 1)
+        inner.addLayout(foot)
+
+        self.settings = SettingsPanel()
+        self.pages = QTabWidget(objectName="memoryPages")
+        self.pages.addTab(messages, "Messages")
+        self.pages.addTab(self.settings, "Settings")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addLayout(bar)
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.count)
+        layout.addWidget(self.pages, 1)
         self._debounce = QTimer(self, singleShot=True, interval=SEARCH_MS, timeout=self._changed)
         self.search.textChanged.connect(lambda _: self._debounce.start())
+        QShortcut(QKeySequence.StandardKey.Undo, self, activated=self.undo,
+                  context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self._undo: list[tuple[str, object]] = []
+
+    # ---- filters -----------------------------------------------------------------------------------
+    def set_projects(self, names: list[str], current: str) -> None:
+        chosen = self.project.currentText() or current
+        self.project.clear()
+        self.project.addItems(names)
+        self.project.setCurrentText(chosen if chosen in names else current)
+
+    def use_project(self, name: str) -> None:
+        """The window switched project: browse that one."""
+        if self.project.findText(name) < 0:
+            self.project.addItem(name)
+        self.project.setCurrentText(name)
 
     def filter_values(self) -> dict:
-        return {k: box.currentData() for k, box in self.filters.items()}
+        values = {k: box.currentData() for k, box in self.filters.items()}
+        values["project"] = self.project.currentText() or None
+        span = self.dates.currentData()
+        today = QDate.currentDate()
+        if span == "range":
+            start, end = sorted((self.date_from.date(), self.date_to.date()), key=lambda d: d.toJulianDay())
+            values["since_ms"], values["until_ms"] = day_start_ms(start), day_start_ms(end.addDays(1)) - 1
+        elif span is not None:
+            values["since_ms"] = day_start_ms(today.addDays(-int(span)))
+        return values
+
+    def _dates_picked(self, *_) -> None:
+        custom = self.dates.currentData() == "range"
+        self.date_from.setVisible(custom)
+        self.date_to.setVisible(custom)
+        self._changed()
 
     def _changed(self, *_) -> None:
         self._debounce.stop()
         self.query.emit(self.search.text().strip(), self.filter_values())
 
+    def refresh(self) -> None:
+        self._changed()
+
     def show_results(self, ids: list[str], known: dict, searched: str) -> None:
         self.model.set_ids(ids, known)
         what = f"{len(ids)} best matches for “{searched}”" if searched else f"{len(ids)} messages, newest first"
         self.count.setText(what)
+
+    # ---- edit, delete, undo ----------------------------------------------------------------------------
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if obj is self.table and event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Delete \
+                and self.table.state() != QTableView.State.EditingState:
+            self.delete_selected()
+            return True
+        return super().eventFilter(obj, event)
+
+    def selected_messages(self) -> list:
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        return [self.model.cache[self.model.ids[r]] for r in rows if self.model.ids[r] in self.model.cache]
+
+    def delete_selected(self) -> None:
+        chosen = self.selected_messages()
+        if chosen:
+            self.delete_requested.emit(chosen)
+
+    def edited(self, before, after) -> None:
+        """The window stored an edit: show it, and keep the old text for Undo."""
+        self.model.fill({after.id: after})
+        self._push(("edit", before), "Edited 1 message.")
+
+    def deleted(self, messages: list) -> None:
+        self.model.remove_ids([m.id for m in messages])
+        n = len(messages)
+        self._push(("delete", messages), f"Deleted {n} message{'s' if n != 1 else ''}.")
+        self.count.setText(f"{len(self.model.ids)} messages")
+
+    def undone(self, what: str) -> None:
+        self.undo_label.setText(what)
+        self.undo_button.setEnabled(bool(self._undo))
+        self.refresh()
+
+    def _push(self, action, said: str) -> None:
+        self._undo.append(action)
+        del self._undo[:-UNDO_KEPT]
+        self.undo_label.setText(said)
+        self.undo_button.setEnabled(True)
+
+    def undo(self) -> None:
+        if self._undo:
+            self.undo_button.setEnabled(False)
+            self.undo_requested.emit(self._undo.pop())

@@ -1,0 +1,211 @@
+"""The settings ledger in the memory browser: the current value of every render setting, and the
+whole history of the one selected (what it was, when, said where, by whom). A value can be
+corrected in place (double-click, type, Enter): the correction goes through the ledger, journaled,
+and wins. Thin models over lists the window hands in; the ledger runs on the memory pool."""
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter, QTableView, QVBoxLayout,
+                               QWidget)
+
+from app.core.parameters import format_value
+from app.core.records import format_ts
+
+KeyRole = Qt.ItemDataRole.UserRole + 2
+CURRENT_COLUMNS = ("Engine", "Setting", "Value", "Set", "By", "Before")
+HISTORY_COLUMNS = ("When", "Value", "Status", "By", "Said in")
+_ENGINES = {"": "", "vray": "V-Ray", "octane": "Octane", "redshift": "Redshift", "arnold": "Arnold",
+            "cycles": "Cycles", "karma": "Karma", "corona": "Corona"}
+
+
+def when(ts_ms: int) -> str:
+    return format_ts(ts_ms)[:16].replace("T", " ")
+
+
+def engine_name(engine: str) -> str:
+    return _ENGINES.get(engine, engine.capitalize())
+
+
+class CurrentModel(QAbstractTableModel):
+    """One row per (engine, parameter) the ledger holds a current value for. The Value column is
+    editable; an edit is asked for with ``set_requested`` and shows once the ledger has it."""
+
+    set_requested = Signal(object, str)  # key (engine, parameter), the value as typed
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rows: list = []  # app.core.ledger.Current
+
+    def set_rows(self, rows: list) -> None:
+        self.beginResetModel()
+        self.rows = sorted(rows, key=lambda c: (c.entry.engine, c.entry.name or c.entry.parameter))
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(CURRENT_COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return CURRENT_COLUMNS[section]
+        return None
+
+    def flags(self, index: QModelIndex):
+        base = super().flags(index)
+        return base | Qt.ItemFlag.ItemIsEditable if index.isValid() and index.column() == 2 else base
+
+    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not 0 <= index.row() < len(self.rows):
+            return None
+        c = self.rows[index.row()]
+        e = c.entry
+        if role == KeyRole:
+            return e.key
+        if role == Qt.ItemDataRole.EditRole and index.column() == 2:
+            return format_value(e.value, e.unit)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"changed {c.changed} time(s)" + (" · a candidate, not in the taxonomy" if e.candidate else "")
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        p = c.previous
+        return (engine_name(e.engine), (e.name or e.parameter).replace("_", " "), format_value(e.value, e.unit),
+                when(e.ts_ms), "you" if e.by == "artist" else ("model" if e.by == "model" else "chat"),
+                "" if p is None else format_value(p.value, p.unit))[index.column()]
+
+    def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
+        if role != Qt.ItemDataRole.EditRole or not index.isValid() or index.column() != 2:
+            return False
+        text = str(value).strip()
+        c = self.rows[index.row()]
+        if text and text != format_value(c.entry.value, c.entry.unit):
+            self.set_requested.emit(c.entry.key, text)
+        return False  # the row changes when the ledger says so
+
+
+class HistoryModel(QAbstractTableModel):
+    """The history of one setting, oldest first, with the message each value came from."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.entries: list = []  # app.core.ledger.Entry
+        self.sources: dict[str, str] = {}  # message id → its text
+
+    def set_entries(self, entries: list, sources: dict[str, str]) -> None:
+        self.beginResetModel()
+        self.entries = sorted(entries, key=lambda e: (e.ts_ms, e.order, e.id))
+        self.sources = dict(sources)
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.entries)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(HISTORY_COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return HISTORY_COLUMNS[section]
+        return None
+
+    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not 0 <= index.row() < len(self.entries):
+            return None
+        e = self.entries[index.row()]
+        said = self.sources.get(e.source_id, "") if e.source_id else "corrected by hand"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return said[:2000]
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        return (when(e.ts_ms), format_value(e.value, e.unit), e.status,
+                "you" if e.by == "artist" else ("model" if e.by == "model" else "chat"),
+                " ".join(said.split())[:240])[index.column()]
+
+
+class SettingsPanel(QWidget):
+    """Current values on top, the selected one's history below. Emits what to do; the window does it."""
+
+    history_wanted = Signal(object)  # key (engine, parameter)
+    unset_requested = Signal(object)
+    set_requested = Signal(object, str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.current = CurrentModel(self)
+        self.current.set_requested.connect(self.set_requested)
+        self.history = HistoryModel(self)
+        self.table = QTableView(objectName="currentSettings")
+        self.table.setModel(self.current)
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.setEditTriggers(QTableView.EditTrigger.DoubleClicked | QTableView.EditTrigger.EditKeyPressed)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for col, width in enumerate((74, 150, 90, 116, 44)):
+            self.table.setColumnWidth(col, width)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.selectionModel().currentRowChanged.connect(self._selected)
+        self.log = QTableView(objectName="settingHistory")
+        self.log.setModel(self.history)
+        self.log.verticalHeader().hide()
+        self.log.verticalHeader().setDefaultSectionSize(22)
+        for col, width in enumerate((116, 80, 70, 44)):
+            self.log.setColumnWidth(col, width)
+        self.log.horizontalHeader().setStretchLastSection(True)
+        self.title = QLabel("Select a setting to see its history", objectName="historyTitle")
+        self.unset_button = QPushButton("Unset", objectName="unsetSetting", enabled=False)
+        self.unset_button.setToolTip("Kelvin forgets the current value (the history stays)")
+        self.unset_button.clicked.connect(self._unset)
+        self.count = QLabel("", objectName="settingsCount")
+        lower = QWidget()
+        lower_layout = QVBoxLayout(lower)
+        lower_layout.setContentsMargins(0, 4, 0, 0)
+        row = QHBoxLayout()
+        row.addWidget(self.title, 1)
+        row.addWidget(self.unset_button)
+        lower_layout.addLayout(row)
+        lower_layout.addWidget(self.log, 1)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.table)
+        split.addWidget(lower)
+        split.setSizes([300, 200])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(split, 1)
+        layout.addWidget(self.count)
+        self._key = None
+
+    def selected_key(self):
+        return self._key
+
+    def show_current(self, rows: list) -> None:
+        key = self._key
+        self.current.set_rows(rows)
+        self.count.setText(f"{len(rows)} settings with a current value · double-click a value to correct it")
+        keys = [c.entry.key for c in self.current.rows]
+        if key in keys:
+            self.table.selectRow(keys.index(key))
+        elif key is not None:
+            self._key = None
+            self.history.set_entries([], {})
+            self.unset_button.setEnabled(False)
+
+    def show_history(self, key, entries: list, sources: dict) -> None:
+        if key != self._key:
+            return
+        self.history.set_entries(entries, sources)
+
+    def _selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        key = self.current.data(current, KeyRole) if current.isValid() else None
+        self._key = key
+        self.unset_button.setEnabled(key is not None)
+        if key is not None:
+            c = self.current.rows[current.row()]
+            self.title.setText(f"History of {engine_name(key[0])} {(c.entry.name or key[1]).replace('_', ' ')}".strip())
+            self.history_wanted.emit(key)
+
+    def _unset(self) -> None:
+        if self._key is not None:
+            self.unset_requested.emit(self._key)
