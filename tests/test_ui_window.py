@@ -355,3 +355,52 @@ def test_the_settings_table_shows_current_values_history_and_takes_corrections(q
         panel.unset_button.click()
         qtbot.waitUntil(lambda: panel.current.rowCount() == 1, timeout=10_000)
         assert w.services.conversation.ledger.current_of(key) is None
+
+
+def test_settings_the_turn_stated_become_chips_the_artist_confirms_corrects_or_turns_down(qtbot, window, monkeypatch):
+    from PySide6.QtWidgets import QInputDialog
+
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        ledger = w.services.conversation.ledger
+        srv.queue_reply("Try a GI clamp of 8 in Octane, and keep max samples at 2048.")
+        send(qtbot, w, "In Octane we went with a GI clamp of 25. Too noisy, what now?")
+        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        answer = w.chat.entries[-1]
+        qtbot.waitUntil(lambda: len(answer.chips) >= 2, timeout=10_000)
+        found = {(c.entry.parameter, c.entry.value, c.entry.status) for c in answer.chips}
+        assert ("gi_clamp", 25, "applied") in found and ("gi_clamp", 8, "proposed") in found
+        html = w.chat.transcript.toHtml()
+        assert "Octane GI clamp 8" in html and "✓ use" in html
+
+        def chip(value, status):
+            n = next(n for n, c in enumerate(answer.chips) if c.entry.value == value and c.entry.status == status)
+            return f"chip:{{}}:{w.chat.entries.index(answer)}.{n}", answer.chips[n]
+
+        key = ("octane", "gi_clamp")
+        assert ledger.current_of(key).entry.value == 25
+        # ✓ use the proposal: applied, by the artist
+        url, proposed = chip(8, "proposed")
+        with qtbot.waitSignal(w.chat.chip_action, timeout=5000) as sig:
+            w.chat._anchor(QUrl(url.format("confirm")))
+        assert sig.args[0] == "confirm" and sig.args[1] is proposed
+        qtbot.waitUntil(lambda: proposed.state == "in use", timeout=10_000)
+        now = ledger.current_of(key)
+        assert (now.entry.value, now.entry.by, now.previous.value) == (8, "artist", 25)
+        assert "GI clamp 8 · in use" in w.chat.transcript.toPlainText()
+        w.chat._anchor(QUrl(url.format("reject")))  # a chip that was answered takes no second answer
+        assert proposed.state == "in use"
+        # ✎ correct the value Kelvin read as applied: the right one wins, the misread one leaves the history
+        url, applied = chip(25, "applied")
+        monkeypatch.setattr(QInputDialog, "getText", staticmethod(lambda *a, **k: ("6", True)))
+        w.chat._anchor(QUrl(url.format("correct")))
+        qtbot.waitUntil(lambda: applied.state == "corrected to 6", timeout=10_000)
+        history = ledger.book().history(*key)
+        assert ledger.current_of(key).entry.value == 6 and all(e.id != applied.entry.id for e in history)
+        # ✗ not this: the max samples the model mentioned is taken out
+        other = [c for c in answer.chips if c.entry.parameter == "max_samples"]
+        assert len(other) == 1
+        n = answer.chips.index(other[0])
+        w.chat._anchor(QUrl(f"chip:reject:{w.chat.entries.index(answer)}.{n}"))
+        qtbot.waitUntil(lambda: other[0].state == "turned down", timeout=10_000)
+        assert all(e.id != other[0].entry.id for e in ledger.book().history("octane", "max_samples"))

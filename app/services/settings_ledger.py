@@ -92,6 +92,15 @@ class SettingsLedger:
         self.memory.writer.submit(store.name, [(OP_SETTING_SET, event)]).result()
         return self.current_of(spec.ident, project).entry
 
+    def confirm(self, entry: Entry, project: str | None = None, note: str = "confirmed in the chat") -> Entry:
+        """The artist confirms a value Kelvin found in the conversation: it is applied, by the artist."""
+        value = list(entry.value) if isinstance(entry.value, tuple) else entry.value
+        event = {"engine": entry.engine, "parameter": entry.parameter, "value": value, "unit": entry.unit,
+                 "ts_ms": now_ms(), "name": entry.name, "domain": entry.domain, "note": note[:200]}
+        store = self.memory.store(project)
+        self.memory.writer.submit(store.name, [(OP_SETTING_SET, event)]).result()
+        return self.current_of(entry.key, project).entry
+
     def unset(self, name: str, engine: str | None = None, project: str | None = None) -> None:
         keys = self.resolve(name, engine, project)
         if len(keys) > 1 and engine is None:

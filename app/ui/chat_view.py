@@ -1,5 +1,7 @@
 """The chat: a transcript rendered from Markdown, a composer (Enter sends, Shift+Enter breaks the
-line), a stop button, and under each answer a fold-out of what Kelvin looked at.
+line), a stop button, and under each answer a fold-out of what Kelvin looked at and the settings
+the turn stated, as chips the artist confirms, corrects or turns down (the window takes these to
+the settings ledger).
 
 The view only draws and reacts: it emits :attr:`ChatView.send` and :attr:`ChatView.stop`; the
 window runs the turn on a worker and feeds the tokens back with :meth:`append`. Tokens arrive
@@ -12,8 +14,10 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QGuiApplication, QKeyEvent
-from PySide6.QtWidgets import (QHBoxLayout, QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout,
+                               QWidget)
 
+from app.core.parameters import format_value
 from app.ui.markdown import plain, render
 
 TRANSCRIPT_CSS = """
@@ -27,9 +31,27 @@ code { font-family: monospace; color: #e6c07b; }
 .look { font-size: 9pt; margin-top: 4px; }
 .looked { color: #9aa0aa; font-size: 9pt; }
 a { color: #e0914f; }
+.chips { font-size: 9pt; margin-top: 4px; }
+.chip { background-color: #2b3038; color: #d8dadf; }
+.chipdone { color: #9aa0aa; }
 """
 MAX_SHOWN = 60  # messages kept in the transcript view (everything stays in memory and in the browser)
 RENDER_MS = 50
+
+
+@dataclass
+class Chip:
+    """A setting the turn stated (a ledger entry) and what the artist did with it."""
+
+    entry: object  # app.core.ledger.Entry
+    project: str = ""
+    state: str = ""  # "", "confirmed", "corrected to …", "turned down", or a problem to show
+
+    @property
+    def label(self) -> str:
+        e = self.entry
+        engine = {"vray": "V-Ray"}.get(e.engine, e.engine.capitalize())
+        return " ".join(x for x in (engine, (e.name or e.parameter).replace("_", " "), format_value(e.value, e.unit)) if x)
 
 
 @dataclass
@@ -40,6 +62,7 @@ class _Entry:
     looked_at: list[str] = field(default_factory=list)  # what went into the prompt, one line each
     open: bool = False  # the fold-out is open
     blocks: list[str] = field(default_factory=list)
+    chips: list[Chip] = field(default_factory=list)
 
 
 class Composer(QPlainTextEdit):
@@ -57,6 +80,7 @@ class Composer(QPlainTextEdit):
 class ChatView(QWidget):
     send = Signal(str)
     stop = Signal()
+    chip_action = Signal(str, object, str)  # "confirm" | "correct" | "reject", the Chip, the corrected value
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -126,6 +150,16 @@ class ChatView(QWidget):
         self._timer.stop()
         self._render()
 
+    def show_chips(self, entry: _Entry, found: list, project: str = "") -> None:
+        """The settings a turn stated (ledger entries), under its answer."""
+        if entry in self.entries and found:
+            entry.chips = [Chip(e, project) for e in found]
+            self._render()
+
+    def chip_done(self, chip: Chip, state: str) -> None:
+        chip.state = state
+        self._render()
+
     # ---- inside ----------------------------------------------------------------------------------
     def _submit(self) -> None:
         text = self.composer.toPlainText().strip()
@@ -139,10 +173,38 @@ class ChatView(QWidget):
         if target.startswith("copy:"):
             e, _, b = target[5:].partition(".")
             QGuiApplication.clipboard().setText(self.entries[int(e)].blocks[int(b)])
+        elif target.startswith("chip:"):
+            action, _, where = target[5:].partition(":")
+            e, _, c = where.partition(".")
+            chip = self.entries[int(e)].chips[int(c)]
+            if chip.state:
+                return
+            value = ""
+            if action == "correct":
+                value, ok = QInputDialog.getText(self, "Correct the setting", f"{chip.label} — the right value:",
+                                                 text=format_value(chip.entry.value))
+                if not ok or not value.strip():
+                    return
+            self.chip_action.emit(action, chip, value.strip())
         elif target.startswith("look:"):
             entry = self.entries[int(target[5:])]
             entry.open = not entry.open
             self._render()
+
+    @staticmethod
+    def _chips(i: int, e: _Entry) -> str:
+        if not e.chips:
+            return ""
+        bits = []
+        for n, chip in enumerate(e.chips):
+            status = chip.entry.status
+            if chip.state:
+                bits.append(f'<span class="chipdone">{plain(chip.label)} · {plain(chip.state)}</span>')
+                continue
+            bits.append(f'<span class="chip">&nbsp;{plain(chip.label)} · {status}&nbsp;</span> '
+                        f'<a href="chip:confirm:{i}.{n}">✓ use</a> <a href="chip:correct:{i}.{n}">✎ correct</a> '
+                        f'<a href="chip:reject:{i}.{n}">✗ not this</a>')
+        return '<p class="chips">Settings: ' + " &nbsp;│&nbsp; ".join(bits) + "</p>"
 
     def _render(self) -> None:
         parts = []
@@ -162,7 +224,7 @@ class ChatView(QWidget):
                 fold = f'<p class="look"><a href="look:{i}">{arrow} What Kelvin looked at ({len(e.looked_at)})</a></p>'
                 if e.open:
                     fold += '<ul class="looked">' + "".join(f"<li>{plain(x)}</li>" for x in e.looked_at) + "</ul>"
-            parts.append(f'<div class="kelvin"><p class="who">Kelvin{tag}</p>{body}{fold}</div>')
+            parts.append(f'<div class="kelvin"><p class="who">Kelvin{tag}</p>{body}{fold}{self._chips(i, e)}</div>')
         bar = self.transcript.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 4
         self.transcript.setHtml("".join(parts))

@@ -112,6 +112,7 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._view_changed)
         self.chat.send.connect(self.ask)
         self.chat.stop.connect(self.stop_reply)
+        self.chat.chip_action.connect(self._chip)
         self.chat.link_hovered.connect(lambda url: self.statusBar().showMessage(url.toString(), 4000))
 
         body = QWidget()
@@ -242,7 +243,7 @@ class MainWindow(QMainWindow):
 
         def history(report):
             entries = ledger.book(project).history(*key)
-            ids = [e.source_id for e in entries if e.source_id]
+            ids = [e.source_id for e in entries if e.source_id and e.by != "artist"]
             return entries, {i: m.text for i, m in memory.messages(ids, project).items()}
 
         self._run(self.pools.memory, history, returned=lambda r: self.memory.settings.show_history(key, *r))
@@ -352,6 +353,7 @@ class MainWindow(QMainWindow):
 
         def done(result) -> None:
             self.chat.finish(result.text, result.status, looked_at(result), result.error)
+            self._find_chips(result, self.chat.entries[-1])
             if result.status == "command":
                 self.mode_box.setCurrentIndex([k for k, _ in MODES].index(c.mode.value))
                 self._fill_projects()
@@ -362,6 +364,44 @@ class MainWindow(QMainWindow):
                                yielded=self.chat.append, returned=done,
                                errored=lambda exc: self.chat.finish("", "failed", [], str(exc)),
                                finished=self._turn_over)
+
+    def _find_chips(self, result, entry) -> None:
+        """Once the turn is stored, the settings it stated become chips under the answer."""
+        ids = [m.id for m in (result.question, result.answer) if m is not None]
+        if not ids or self.services is None:
+            return
+        ledger, stored = self.services.conversation.ledger, result.stored
+        project = (result.question or result.answer).project
+
+        def find(report):
+            for f in stored:
+                f.result(timeout=60)
+            book = ledger.book(project)
+            return [e for i in ids for e in book.mentions_of(i) if not e.candidate]
+
+        self._run(self.pools.memory, find, returned=lambda found: self.chat.show_chips(entry, found, project))
+
+    def _chip(self, action: str, chip, value: str) -> None:
+        if self.services is None:
+            return
+        ledger, e = self.services.conversation.ledger, chip.entry
+        project = chip.project or self.services.conversation.project
+
+        def act(report):
+            if action == "confirm":
+                ledger.confirm(e, project)
+                return "in use"
+            if action == "correct":
+                ledger.set(e.parameter, value, e.engine or "any", project, note="corrected in the chat")
+                if e.status == "applied":
+                    ledger.retract(e.id, project)  # it was read wrong
+                return f"corrected to {value}"
+            ledger.retract(e.id, project)
+            return "turned down"
+
+        self._run(self.pools.memory, act, returned=lambda state: (self.chat.chip_done(chip, state),
+                                                                 self._changed_memory(f"Setting {state}")),
+                  errored=lambda exc: self.chat.add("notice", f"Setting not changed: {exc}"))
 
     def _turn_over(self) -> None:
         self._turn = None

@@ -113,7 +113,10 @@ class HistoryModel(QAbstractTableModel):
         if not index.isValid() or not 0 <= index.row() < len(self.entries):
             return None
         e = self.entries[index.row()]
-        said = self.sources.get(e.source_id, "") if e.source_id else "corrected by hand"
+        if e.by == "artist":
+            said = "by hand" + (f": {e.source_id}" if e.source_id else "")  # an artist's entry keeps its note there
+        else:
+            said = self.sources.get(e.source_id, "")
         if role == Qt.ItemDataRole.ToolTipRole:
             return said[:2000]
         if role != Qt.ItemDataRole.DisplayRole:
