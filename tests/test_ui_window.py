@@ -128,12 +128,29 @@ def test_the_window_remembers_its_size_and_always_on_top(qtbot, tmp_path):
     qtbot.addWidget(w)
     w.resize(640, 700)
     w.on_top.setChecked(True)
+    w._show_view(2)
     w.close()
     again = MainWindow(load({}), QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(again)
     assert (again.width(), again.height()) == (640, 700) and again.on_top.isChecked()
     assert again.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
+    assert again.views.currentWidget() is again.gpu  # the last view
     again.close()
+
+
+def test_closing_can_leave_kelvin_in_the_tray_and_quit_really_quits(qtbot, window):
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        w.tray.available = True  # the offscreen platform has no tray; the choice is the window's, tested here
+        w.tray.keep_running.setChecked(True)
+        assert w.state.value("close_to_tray", False, type=bool)
+        w.close()
+        assert not w.isVisible() and w.services is not None  # still committing, still watching the GPU
+        w.tray.show_window.emit()
+        qtbot.waitUntil(w.isVisible, timeout=5000)
+        w.tray.quit.emit()
+        assert not w.isVisible() and w.services is None  # the writer drained, the pools done
+        w.tray.keep_running.setChecked(False)
 
 
 def test_the_gpu_view_plots_the_guard_shows_its_decisions_and_the_buttons_reach_it(qtbot, window):

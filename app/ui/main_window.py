@@ -108,7 +108,10 @@ class MainWindow(QMainWindow):
         self.tray = Tray(self)
         self.tray.show_window.connect(self._raise)
         self.tray.free_now.connect(self.free_vram)
-        self.tray.quit.connect(self.close)
+        self.tray.quit.connect(self.quit)
+        self.tray.keep_running.setChecked(self.state.value("close_to_tray", False, type=bool))
+        self.tray.keep_running_changed.connect(lambda on: self.state.setValue("close_to_tray", on))
+        self._quitting = False
         self.tabs.currentChanged.connect(self._view_changed)
         self.chat.send.connect(self.ask)
         self.chat.stop.connect(self.stop_reply)
@@ -129,7 +132,7 @@ class MainWindow(QMainWindow):
         QShortcut(QKeySequence("Ctrl+K"), self, activated=self._focus_search)
         for n in range(1, 5):
             QShortcut(QKeySequence(f"Ctrl+{n}"), self, activated=lambda n=n: self._show_view(n - 1))
-        quit_action = QAction("Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
+        quit_action = QAction("Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.quit)
         self.addAction(quit_action)
         self._ollama_timer = QTimer(self, interval=OLLAMA_CHECK_MS, timeout=self._check_ollama)
         self.resize(560, 820)
@@ -138,6 +141,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         if self.state.value("on_top", False, type=bool):
             self.on_top.setChecked(True)
+        self._show_view(self.state.value("view", 0, type=int))
 
     # ---- views -----------------------------------------------------------------------------------
     def _add_view(self, title: str, widget: QWidget) -> None:
@@ -150,6 +154,7 @@ class MainWindow(QMainWindow):
 
     def _view_changed(self, index: int) -> None:
         self.views.setCurrentIndex(index)
+        self.state.setValue("view", index)
         if self.views.currentWidget() is self.memory:
             self.memory.refresh()  # what is stored now (turns commit in the background)
 
@@ -461,8 +466,20 @@ class MainWindow(QMainWindow):
         self.show()
 
     # ---- quitting --------------------------------------------------------------------------------
+    def quit(self) -> None:
+        """Quit for real (the tray's Quit, Ctrl+Q), even when closing keeps Kelvin in the tray."""
+        self._quitting = True
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.state.setValue("geometry", self.saveGeometry())
+        if not self._quitting and self.tray.keep_running.isChecked() and self.tray.available:
+            self.hide()  # Kelvin keeps watching the GPU and committing; the tray brings it back
+            event.ignore()
+            if not self.state.value("told_tray", False, type=bool):
+                self.state.setValue("told_tray", True)
+                self.tray.notify("Kelvin is still running", "It keeps watching the GPU. Quit from the tray menu.")
+            return
         self.state.sync()
         self._ollama_timer.stop()
         if self.services is not None:

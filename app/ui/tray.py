@@ -29,6 +29,7 @@ class Tray(QObject):
     show_window = Signal()
     free_now = Signal()
     quit = Signal()
+    keep_running_changed = Signal(bool)  # closing the window leaves Kelvin in the tray
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -40,6 +41,10 @@ class Tray(QObject):
             action = QAction(text, menu)
             action.triggered.connect(signal)
             menu.addAction(action)
+            if text == "Free VRAM now":
+                self.keep_running = QAction("Keep running in the tray when closed", menu, checkable=True)
+                self.keep_running.toggled.connect(self.keep_running_changed)
+                menu.addAction(self.keep_running)
         self._menu = menu
         self.icon.setContextMenu(menu)
         self.icon.activated.connect(lambda reason: self.show_window.emit()
