@@ -40,6 +40,30 @@ def _no_dangling_threads():
     assert not leaked, f"threads left running after the test: {leaked}"
 
 
+@pytest.fixture(autouse=True)
+def _no_running_timers_or_workers(request):
+    """A GUI test must leave no timer ticking and no worker running once its windows are closed
+    (autouse: torn down after pytest-qt has closed the test's widgets)."""
+    yield
+    if "qtbot" not in request.fixturenames:
+        return
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.worker import Pools
+
+    app = QApplication.instance()
+    for pools in list(Pools.made):
+        pools.wait(10_000)
+    app.processEvents()
+    busy = [p for p in Pools.made if any(q.activeThreadCount() for q in (p.model, p.memory, p.general))]
+    ticking = [f"{type(w).__name__}.{t.objectName() or 'timer'} ({t.interval()} ms)"
+               for w in app.allWidgets() if w.isVisible() or w.parent() is None
+               for t in w.findChildren(QTimer) if t.isActive()]
+    assert not busy, f"{len(busy)} worker pools still running after the test"
+    assert not ticking, f"timers left running after the test: {ticking}"
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if "qtbot" in getattr(item, "fixturenames", ()):

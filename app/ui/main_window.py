@@ -482,6 +482,8 @@ class MainWindow(QMainWindow):
             return
         self.state.sync()
         self._ollama_timer.stop()
+        self._banner_timer.stop()
+        self.statusBar().clearMessage()  # and its timeout
         if self.services is not None:
             self.services.conversation.cancel()
         self.pools.wait()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
@@ -63,11 +64,18 @@ class Worker(QRunnable):
 class Pools:
     """One thread per scarce resource; :meth:`wait` on quit so nothing is cut off mid-write."""
 
+    made: "weakref.WeakSet[Pools]" = weakref.WeakSet()  # every live set of pools (tests check none is left busy)
+
     def __init__(self):
         self.model = self._pool("model")
         self.memory = self._pool("memory")
         self.general = self._pool("general")
         self._running: set[Worker] = set()
+        Pools.made.add(self)
+
+    def busy(self) -> int:
+        """Workers queued or running."""
+        return len(self._running)
 
     @staticmethod
     def _pool(name: str) -> QThreadPool:
