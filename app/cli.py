@@ -72,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     su.add_argument("parameter")
     su.add_argument("--engine")
 
+    br = sub.add_parser("brief", help="end of day: write the master brief of the project and archive it")
+    br.add_argument("--since", help="cover messages from this time (ISO, e.g. 2026-11-23 or 2026-11-23T09:00); "
+                    "default: since the last brief")
+    br.add_argument("--mode", choices=["gpu", "cpu"], help="run the model on the GPU or the CPU (default: setting 'mode')")
+    br.add_argument("--json", action="store_true", help="print the brief's sections as JSON")
+
     gpu = sub.add_parser("gpu", help="the VRAM guard: GPU status, live watch, record and replay traces")
     gsub = gpu.add_subparsers(dest="gpu_command", required=True)
     gs = gsub.add_parser("status", help="one reading of the GPU, Kelvin's models, and what the guard would do")
@@ -323,6 +329,63 @@ def _chat(args, settings, service) -> int:
         conversation.close()
 
 
+def _brief(args, settings, service) -> int:
+    import threading
+
+    from app.core.commands import Mode
+    from app.core.records import parse_ts
+    from app.services.brief import BriefBuilder, BriefCancelled
+    from app.services.conversation import Conversation
+
+    since = parse_ts(args.since) if args.since else None
+    mode = Mode.parse(args.mode or settings.mode)
+    if mode is Mode.RECALL:
+        mode = Mode.GPU  # the brief needs the model; recall is for answers
+    conversation = Conversation(settings, service, mode=mode)
+    builder = BriefBuilder(conversation)
+    cancel = threading.Event()
+    outcome: dict = {}
+    last = [""]
+
+    def progress(done: int, total: int, what: str) -> None:
+        if what != last[0]:
+            last[0] = what
+            sys.stderr.write(f"kelvin: [{done}/{total}] {what}\n")
+
+    def run() -> None:
+        try:
+            outcome["result"] = builder.build(since_ms=since, progress=progress, cancel=cancel, wait_for_model=False)
+        except BaseException as exc:  # noqa: BLE001 — handed to the main thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="kelvin-brief")
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        cancel.set()
+        worker.join()
+    finally:
+        conversation.close()
+    if isinstance(outcome.get("error"), BriefCancelled):
+        sys.stderr.write(f"kelvin: {outcome['error']}\n")
+        return 130
+    if "error" in outcome:
+        raise outcome["error"]
+    result = outcome["result"]
+    if args.json:
+        _print_json(result.to_json())
+    else:
+        print(f"Brief written: {result.path}")
+        print(f"Archived in:   {result.archive}")
+        print(f"From {result.messages} messages in {', '.join(result.domains) or 'no domain'}; "
+              f"{len(result.settings)} current settings; {result.calls} model calls ({result.mode})")
+        if result.flagged:
+            print(f"Numbers to check (in no source): {', '.join(result.flagged)}")
+    return EXIT_OK
+
+
 class _Usage(Exception):
     pass
 
@@ -369,21 +432,29 @@ def _welcome(settings, why: str = "") -> int:
     return EXIT_OK
 
 
+def _expected_problems() -> tuple[type[BaseException], ...]:
+    """The problems told in plain words, not as a traceback. Imported only once something went
+    wrong: their modules bring pyarrow and the Ollama client, which the window loads after its
+    first paint."""
+    from app.core.commands import CommandError
+    from app.core.records import RecordError
+    from app.llm.errors import OllamaUnavailable
+    from app.memory.embedders import EmbedderUnavailable
+    from app.memory.index import IndexError_
+    from app.memory.journal import JournalError
+    from app.services.importer import ImportProblem
+    from app.settings import SettingsError
+
+    return (RecordError, ImportProblem, SettingsError, JournalError, IndexError_, EmbedderUnavailable,
+            OllamaUnavailable, CommandError, _Expected)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="kelvin: %(message)s")
     from app import settings as settings_mod
-    from app.core.records import RecordError
-    from app.llm.errors import OllamaUnavailable
-    from app.memory.embedders import EmbedderUnavailable
-    from app.memory.index import IndexError_
-    from app.core.commands import CommandError
-    from app.memory.journal import JournalError
-    from app.services.importer import ImportProblem
 
-    expected = (RecordError, ImportProblem, settings_mod.SettingsError, JournalError, IndexError_,
-                EmbedderUnavailable, OllamaUnavailable, CommandError, _Expected)
     service = None
     try:
         settings = settings_mod.load({"data_dir": args.data_dir, "project": args.project})
@@ -410,10 +481,12 @@ def main(argv: list[str] | None = None) -> int:
             return terminal.project(args, service)
         if args.command == "settings":
             return terminal.settings(args, service)
+        if args.command == "brief":
+            return _brief(args, settings, service)
         return _memory(args, service)
     except _Usage as exc:
         parser.error(str(exc))
-    except expected as exc:
+    except _expected_problems() as exc:  # evaluated only when something was raised
         sys.stderr.write(f"kelvin: {exc}\n")
         return EXIT_ERROR
     except (OSError, RuntimeError) as exc:

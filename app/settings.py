@@ -6,8 +6,11 @@ environment variables → command-line flags. ``KELVIN_CONFIG_DIR`` moves the co
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
+import tempfile
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -165,3 +168,66 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Settings
     if settings.vram_margin_mb < 0 or settings.vram_reserve_mb < 0 or settings.vram_hold_s < 0:
         raise SettingsError("vram_margin_mb, vram_reserve_mb and vram_hold_s cannot be negative")
     return settings
+
+
+def env_override(name: str, environ: dict | None = None) -> str:
+    """The environment variable that sets ``name`` right now (it wins over kelvin.toml), or ""."""
+    env = os.environ if environ is None else environ
+    spec = next(f for f in fields(Settings) if f.name == name)
+    return next((var for var in spec.metadata["env"] if env.get(var)), "")
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string (same escapes)
+
+
+def save_setting(name: str, value: object) -> Path:
+    """Write one setting into the user's kelvin.toml and return the file's path.
+
+    Every other line stays as it was (comments too); the new file is checked by reading it back
+    and replaces the old one atomically, so a crash leaves either the old file or the new one. A
+    file that is not valid TOML is left alone (SettingsError): it is the artist's to fix."""
+    types = {f.name: type(f.default) for f in fields(Settings)}
+    if name not in types or name == "schema_version":
+        raise SettingsError(f"there is no setting {name!r}")
+    value = _coerce(name, value, types[name])
+    path = config_file()
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path} is not valid TOML ({exc}); fix it by hand first") from None
+    line = f"{name} = {_toml_value(value)}"
+    lines = text.splitlines()
+    key = re.compile(rf"\s*(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}')\s*=")
+    top = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))  # before any table
+    at = next((i for i in range(top) if key.match(lines[i])), None)
+    if at is None:
+        lines.insert(top, line)
+    else:
+        lines[at] = line
+    new_text = "\n".join(lines) + "\n"
+    try:
+        after = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError:
+        after = None
+    if after is None or after.get(name) != value or {k: v for k, v in after.items() if k != name} != {
+            k: v for k, v in before.items() if k != name}:
+        raise SettingsError(f"{path}: {name} could not be changed safely; set it by hand ({line})")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kelvin-", suffix=".toml")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(new_text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    log.info("%s: %s saved", path, name)
+    return path

@@ -128,6 +128,9 @@ def chat_loop(conversation, read=input) -> int:
     c = conversation
     print(f"Kelvin — project {c.project} · mode {c.mode.value} · {c.model} at {c.settings.ollama_host}")
     print("Type a question. /help lists commands; Ctrl+C stops a reply; /quit or Ctrl+D leaves.")
+    hello = c.greeting()
+    if hello:
+        print(f"\n{hello}")
     while True:
         try:
             text = read(f"\n[{c.project}] you ▸ ")
@@ -143,6 +146,8 @@ def chat_loop(conversation, read=input) -> int:
             continue
         if result.status == "command" and text.strip().lower() in ("/quit", "/exit", "/q"):
             return EXIT_OK
+        if result.greeting:
+            print(f"  {result.greeting}")
         while c.commit_problems:  # a commit failed in the background: say so, once
             print(f"  ! {c.commit_problems.pop(0)}")
         if result.error_kind == "model_missing" and _offer_pull(c, read):

@@ -8,6 +8,8 @@ Four systems answer the same questions on the same messages:
 recall@k here is the share of questions with at least one answering message in the top k
 (almost every question has exactly one answer; "exact" questions count every message that holds
 the string verbatim as an answer).
+``--roll-over N`` archives the corpus' days before day N first (as Kelvin's first turn that day
+does), so the archived messages rank a little lower (see app/core/fusion.py).
 
     python bench/recall.py > bench/results/recall.json
 """
@@ -17,6 +19,7 @@ import argparse
 import shutil
 import tempfile
 from collections import defaultdict
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +64,8 @@ def main() -> None:
     ap.add_argument("--params-per-scene", type=int, default=8)
     ap.add_argument("--filler", type=float, default=8.0, help="mean filler messages before each event")
     ap.add_argument("--examples", type=int, default=3, help="misses to show per system and question type")
+    ap.add_argument("--roll-over", type=int, default=0, metavar="N",
+                    help="archive the days before the corpus' day N (1-based) first; 0: no rollover")
     args = ap.parse_args()
     msgs, questions = c.recall_corpus(args.seed, args.scenes, args.params_per_scene, filler_per_event=args.filler)
     c.log(f"recall corpus: {len(msgs):,} messages, {len(questions)} questions")
@@ -76,6 +81,10 @@ def main() -> None:
             try:
                 svc.import_items(c.to_items(msgs))
                 svc.maintain()
+                if args.roll_over:
+                    first = datetime.fromtimestamp(min(m["ts_ms"] for m in msgs) / 1000).date()
+                    moved = svc.roll_over(None, (first + timedelta(days=args.roll_over - 1)).isoformat())
+                    c.log(f"day rolled over before day {args.roll_over}: {moved:,} messages archived")
                 ix = svc.store().index
                 ranked[f"kelvin-hybrid-{name}"] = [
                     [h.message.id for h in svc.search(q["q"], k, query_vector=v.tolist() if spec != "none" else None)]

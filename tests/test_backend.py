@@ -358,3 +358,15 @@ def test_stream_is_a_chat_stream_on_its_own_thread(server, backend):
         assert isinstance(stream, ChatStream)
         assert list(stream)[-1].done
     assert not stream_threads()
+
+
+def test_the_pull_meter_gives_one_percent_for_all_layers_never_going_back():
+    from app.llm.backend import PullMeter
+
+    with OllamaTestServer(available={"qwen2.5:7b": ModelSpec(size=4_700_000_000)}) as srv, \
+            OllamaBackend(srv.host, timeout_s=5.0) as b:
+        meter, shown = PullMeter(), []
+        b.pull("qwen2.5:7b", lambda p: meter.add(p) and shown.append((meter.percent, p.status)))
+    assert [pct for pct, _ in shown] == [0, 0, 50, 99, 99, 99, 99, 100]  # the small second layer does not pull it back
+    assert shown[-1] == (100, "success") and shown[0] == (0, "pulling manifest")
+    assert (meter.completed, meter.total) == (4_700_000_412, 4_700_000_412)  # both layers, by digest

@@ -203,9 +203,13 @@ def test_a_damaged_index_is_explained_and_reindex_repairs_it(tmp_path):
     assert json.loads(kelvin("memory", "search", "GI clamp 10", "--json").stdout)[0]["id"] == "a1"
 
 
-def test_bare_kelvin_starts_and_says_where_things_are(tmp_path):
-    out = kelvin().stdout
+def test_kelvin_info_and_bare_kelvin_without_a_display_say_where_things_are(tmp_path):
+    out = kelvin("info").stdout
     assert "Kelvin" in out and str(tmp_path / "data") in out
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    bare = subprocess.run([sys.executable, "-m", "app"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert bare.returncode == 0
+    assert "no display to open the window on" in bare.stdout and str(tmp_path / "data") in bare.stdout
 
 
 # ---- crash safety ---------------------------------------------------------------------------------

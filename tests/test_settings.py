@@ -71,3 +71,37 @@ def test_data_dir_flag_and_env(tmp_path, monkeypatch):
     monkeypatch.setenv("KELVIN_DATA_DIR", str(tmp_path / "env-data"))
     assert load().data_path() == (tmp_path / "env-data").resolve()
     assert load({"data_dir": str(tmp_path / "flag-data")}).data_path() == (tmp_path / "flag-data").resolve()
+
+
+def test_save_setting_changes_one_key_and_keeps_every_other_line(tmp_path):
+    _write(tmp_path, '# Kelvin on the farm machine\nchat_model = "qwen2.5:7b"\ndata_dir = "/old"  # was here\n'
+                     "num_ctx = 4096\n")
+    path = settings_mod.save_setting("data_dir", "D:\\Renders\\Kelvin \"memory\"")  # backslashes and quotes
+    assert path == tmp_path / "config" / "kelvin.toml"
+    text = path.read_text(encoding="utf-8")
+    assert text == ('# Kelvin on the farm machine\nchat_model = "qwen2.5:7b"\n'
+                    'data_dir = "D:\\\\Renders\\\\Kelvin \\"memory\\""\nnum_ctx = 4096\n')
+    s = load({}, environ={})
+    assert (s.data_dir, s.chat_model, s.num_ctx) == ("D:\\Renders\\Kelvin \"memory\"", "qwen2.5:7b", 4096)
+    settings_mod.save_setting("vram_guard", False)  # a new key goes in, typed
+    assert load({}, environ={}).vram_guard is False
+    assert [p.name for p in path.parent.iterdir()] == ["kelvin.toml"]  # no temp file left behind
+
+
+def test_save_setting_makes_the_file_and_refuses_what_it_cannot_write_safely(tmp_path):
+    settings_mod.save_setting("project", "Nike / Forest")
+    assert (tmp_path / "config" / "kelvin.toml").read_text(encoding="utf-8") == 'project = "Nike / Forest"\n'
+    with pytest.raises(SettingsError, match="no setting 'colour'"):
+        settings_mod.save_setting("colour", "orange")
+    with pytest.raises(SettingsError, match="must be a int"):
+        settings_mod.save_setting("num_ctx", "lots")
+    _write(tmp_path, 'chat_model = "unterminated\n')
+    with pytest.raises(SettingsError, match="not valid TOML"):  # the artist's broken file is left to the artist
+        settings_mod.save_setting("data_dir", "/new")
+    assert (tmp_path / "config" / "kelvin.toml").read_text(encoding="utf-8") == 'chat_model = "unterminated\n'
+
+
+def test_env_override_names_the_variable_that_wins():
+    assert settings_mod.env_override("data_dir", {"KELVIN_DATA_DIR": "/x"}) == "KELVIN_DATA_DIR"
+    assert settings_mod.env_override("ollama_host", {"OLLAMA_HOST": "gpu-box:11434"}) == "OLLAMA_HOST"
+    assert settings_mod.env_override("data_dir", {}) == ""

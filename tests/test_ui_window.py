@@ -421,3 +421,41 @@ def test_settings_the_turn_stated_become_chips_the_artist_confirms_corrects_or_t
         w.chat._anchor(QUrl(f"chip:reject:{w.chat.entries.index(answer)}.{n}"))
         qtbot.waitUntil(lambda: other[0].state == "turned down", timeout=10_000)
         assert all(e.id != other[0].entry.id for e in ledger.book().history("octane", "max_samples"))
+
+
+def test_end_of_day_writes_the_brief_with_progress_shows_it_and_cancel_keeps_the_old_one(qtbot, window):
+    from app.services.brief import BRIEF_FILE
+
+    with OllamaTestServer(delay_s=0.01) as srv:
+        w = window(srv)
+        memory = w.services.memory
+        for i, text in enumerate(("Octane: set the GI clamp to 25", "ok, GI clamp 10 it is",
+                                  "Camera: we went with a focal length of 35mm")):
+            memory.commit(text, ts_ms=int(__import__("time").time() * 1000) - 600_000 + i * 1000)
+        memory.flush()
+        qtbot.keyClick(w.chat.composer, Qt.Key.Key_4, Qt.KeyboardModifier.ControlModifier)
+        assert w.views.currentWidget() is w.brief
+        qtbot.waitUntil(lambda: "No brief yet" in w.brief.page.toPlainText(), timeout=5000)
+        for reply in ("### What worked\n- camera: 35mm.", "### What worked\n- GI clamp 10.",
+                      "## Where the project stands\nThe GI clamp is 10; 99 frames left.\n## Open questions\n- none"):
+            srv.queue_reply(reply)
+        steps = []
+        w.brief.step = lambda d, t, s, f=w.brief.step: (steps.append((d, t, s)), f(d, t, s))
+        w.brief.button.click()
+        assert w.brief.stop_button.isEnabled() and w.brief.progress.isVisible()
+        qtbot.waitUntil(lambda: w._brief_cancel is None, timeout=20_000)
+        assert [s for _, _, s in steps][:2] == ["Summarising camera", "Summarising optimization"]
+        assert steps[-1][0] == steps[-1][1]  # the bar reaches the end
+        shown = w.brief.page.toPlainText()
+        assert "Master brief" in shown and "Current settings" in shown and "99 ⚠" in shown
+        assert w.brief.archive.count() == 2 and "numbers to check: 99" in w.brief.status.text()
+        path = memory.store().folder / BRIEF_FILE
+        before = path.read_bytes()
+        # a second run, cancelled as it starts: the brief stays as it was
+        srv.queue_reply("### What worked\n" + "- a long note\n" * 300)
+        w.brief.button.click()
+        qtbot.waitUntil(lambda: bool(steps) and steps[-1][2].startswith("Summarising"), timeout=10_000)
+        w.brief.stop_button.click()
+        qtbot.waitUntil(lambda: w._brief_cancel is None, timeout=20_000)
+        assert "previous brief is unchanged" in w.brief.status.text() and path.read_bytes() == before
+        assert w.brief.button.isEnabled() and not w.brief.progress.isVisible()

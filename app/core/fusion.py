@@ -3,6 +3,9 @@
 Reciprocal rank fusion (Cormack et al., 2009) over ranked lists of message ids, with two
 refinements: a message that contains the query verbatim counts as an extra first-place vote
 (so ``GI clamp 10`` beats a message that merely mentions clamps and tens), and recency breaks ties.
+Archived messages (from before the project's last day rollover) stay findable, but their rank
+votes count a little less, so a recent message that matches as well comes first; their verbatim
+vote counts in full, so a message that says the query word for word still beats one that does not.
 """
 from __future__ import annotations
 
@@ -10,6 +13,10 @@ import re
 from dataclasses import dataclass
 
 RRF_K = 60
+# an archived message's rank votes count this much (its verbatim vote in full): about one place in one
+# list, so a recent message that matches as well comes first. bench/recall.py --roll-over: 0.85 cost
+# recall (older answers sank), 0.98 was even or better
+ARCHIVED_WEIGHT = 0.98
 
 
 @dataclass(frozen=True)
@@ -17,6 +24,7 @@ class Candidate:
     message_id: str
     ts_ms: int
     text: str = ""
+    archived: bool = False  # said before the project's last day rollover
 
 
 @dataclass(frozen=True)
@@ -30,23 +38,30 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text.casefold()).strip()
 
 
-def fuse(ranked_lists: list[list[Candidate]], query: str = "", k: int = RRF_K) -> list[Fused]:
+def fuse(ranked_lists: list[list[Candidate]], query: str = "", k: int = RRF_K,
+         archived_weight: float = ARCHIVED_WEIGHT) -> list[Fused]:
     """Fuse ranked lists (best first). A message appearing several times in a list (several
-    chunks) counts once, at its best rank."""
+    chunks) counts once, at its best rank. The rank votes of archived candidates are multiplied
+    by ``archived_weight``."""
     scores: dict[str, float] = {}
     ts: dict[str, int] = {}
     texts: dict[str, list[str]] = {}
+    archived: set[str] = set()
     for ranked in ranked_lists:
         seen: set[str] = set()
         rank = 0
         for cand in ranked:
             texts.setdefault(cand.message_id, []).append(cand.text)
+            if cand.archived:
+                archived.add(cand.message_id)
             if cand.message_id in seen:
                 continue
             seen.add(cand.message_id)
             rank += 1
             scores[cand.message_id] = scores.get(cand.message_id, 0.0) + 1.0 / (k + rank)
             ts[cand.message_id] = max(ts.get(cand.message_id, cand.ts_ms), cand.ts_ms)
+    for mid in archived:
+        scores[mid] *= archived_weight
     phrase = normalise(query)
     if phrase and len(phrase) >= 3:
         # whole words only: "GI clamp 1" must not count as said in "GI clamp 10"

@@ -46,6 +46,12 @@ RENDER_ONLY = frozenset({"octane", "octanerender", "octane_node", "octanenode", 
 OLLAMA_PROCESSES = ("ollama", "ollama_llama_server", "ollama app", "llama-server")
 
 
+def renderer_names(extra: str = "") -> tuple[str, ...]:
+    """The processes that count as renderers: the defaults plus ``extra`` (the setting
+    ``renderer_processes``, comma-separated)."""
+    return DEFAULT_RENDERERS + tuple(n.strip() for n in extra.split(",") if n.strip())
+
+
 def process_key(name: str) -> str:
     """"Cinema 4D.exe" → "cinema 4d"; "/opt/hfs/bin/hython" → "hython"."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1].strip().lower()

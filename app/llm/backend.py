@@ -74,6 +74,38 @@ class PullProgress:
     status: str
     completed: int | None
     total: int | None
+    digest: str = ""  # the layer a "pulling …" line is about
+
+
+class PullMeter:
+    """One number for a whole pull. Ollama reports each layer on its own (completed/total bytes);
+    the meter adds up every layer seen so far. It never goes back, and says 100 only at "success"
+    (a later, smaller layer would otherwise pull 100 down to 99)."""
+
+    def __init__(self):
+        self._layers: dict[str, tuple[int, int]] = {}
+        self.percent, self.status = 0, ""
+
+    @property
+    def completed(self) -> int:
+        return sum(done for done, _ in self._layers.values())
+
+    @property
+    def total(self) -> int:
+        return sum(total for _, total in self._layers.values())
+
+    def add(self, p: PullProgress) -> bool:
+        """Take one progress line; True when the percent or the step changed (worth showing)."""
+        if p.digest and p.total:
+            self._layers[p.digest] = (min(max(p.completed or 0, 0), p.total), p.total)
+        percent = self.percent
+        if p.status == "success":
+            percent = 100
+        elif self.total:
+            percent = max(percent, min(99, 100 * self.completed // self.total))
+        changed = (percent, p.status) != (self.percent, self.status)
+        self.percent, self.status = percent, p.status
+        return changed
 
 
 def full_name(model: str) -> str:
@@ -331,7 +363,7 @@ class OllamaBackend:
                     if cancel is not None and cancel.is_set():
                         log.info("pull of %s cancelled", model)
                         return
-                    progress(PullProgress(part.status or "", part.completed, part.total))
+                    progress(PullProgress(part.status or "", part.completed, part.total, part.digest or ""))
             finally:
                 parts.close()
         except TRANSPORT_ERRORS as exc:

@@ -219,6 +219,16 @@ class ProjectIndex:
         table = self._chunks.search().where("chunk_index = 0").select(["message_id"]).limit(None).to_arrow()
         return set(table.column("message_id").to_pylist())
 
+    def newest_ids(self, where: str = "") -> list[str]:
+        """The id of every message that passes ``where`` (first chunks only), newest first. Sorted in
+        Arrow: turning 100k rows into Python dicts holds the GIL ~100 ms, and the window stalls."""
+        import pyarrow.compute as pc
+
+        q = self._chunks.search().where("chunk_index = 0" + (f" AND ({where})" if where else ""))
+        table = q.select(["message_id", "ts_ms"]).limit(None).to_arrow()
+        order = pc.sort_indices(table, sort_keys=[("ts_ms", "descending"), ("message_id", "descending")])
+        return table.column("message_id").take(order).to_pylist()
+
     def message_heads(self, where: str = "") -> list[dict]:
         """id, time and tags of every message (first chunks only), for listing and stats."""
         q = self._chunks.search().where("chunk_index = 0" + (f" AND ({where})" if where else ""))

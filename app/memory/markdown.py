@@ -4,14 +4,18 @@ Each message is a block framed by ``<!-- kelvin:begin ID -->`` / ``<!-- kelvin:e
 can be found, edited or removed, and so a replay after a crash can tell what is already there.
 Message text is written as it was said, except that tag-like ``<`` is escaped: the files are safe
 to open in any Markdown viewer and no message can forge a block marker.
+
+When the day rolls over, the blocks from before it move to ``archive/YYYY-MM-DD/<domain>.md`` (same
+format); edits, deletes and restores find a block wherever it lives, live or archived.
 """
 from __future__ import annotations
 
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable
 
 from app.core.records import Message
 from app.core.tagging import DOMAINS
@@ -19,10 +23,20 @@ from app.core.tagging import DOMAINS
 _BLOCK = re.compile(r"<!-- kelvin:begin (?P<id>\S+) -->\n(?P<body>.*?)<!-- kelvin:end (?P=id) -->\n?", re.S)
 _BEGIN = re.compile(r"<!-- kelvin:begin (\S+) -->")
 _TAGLIKE = re.compile(r"<(?=[A-Za-z/!?])")
+_DAY = re.compile(r"\d{4}-\d\d-\d\d")
+ARCHIVE = "archive"
+MINUTE_MS = 60_000
 
 
 _STATUS_NOTE = {"cancelled": "reply stopped by the artist", "failed": "no reply (the model failed)",
                 "cut": "reply cut off", "recall": "answered from memory"}
+
+
+def before(ts_ms: int, cutoff_ms: int) -> bool:
+    """Whether a message said at ``ts_ms`` belongs before a day's cutoff, at the minute a block's
+    heading keeps (a day starts on a whole minute, so this is ``ts_ms < cutoff_ms`` in practice).
+    The one rule for the rollover, its replay and ``rebuild``, so all three agree."""
+    return ts_ms - ts_ms % MINUTE_MS < cutoff_ms
 
 
 def escape(text: str) -> str:
@@ -48,20 +62,42 @@ def render_block(m: Message) -> str:
 
 
 class MarkdownBook:
-    """The domain files of one project."""
+    """The domain files of one project: the live ones and the archived days."""
 
     def __init__(self, folder: Path, title: str):
         self.folder = folder
         self.title = title
 
-    def path(self, domain: str) -> Path:
-        return self.folder / f"{domain}.md"
+    def path(self, domain: str, day: str | None = None) -> Path:
+        """A domain's live file, or its file in the archive of ``day``."""
+        return self.folder / f"{domain}.md" if day is None else self.folder / ARCHIVE / day / f"{domain}.md"
 
     def files(self) -> list[Path]:
+        """The live domain files."""
         return [p for d in DOMAINS if (p := self.path(d)).is_file()]
 
-    def _header(self, domain: str) -> str:
-        return f"# {domain.capitalize()} — {escape(self.title)}\n\nKelvin's record of this project's {domain} conversation.\n\n"
+    def archive_days(self) -> list[str]:
+        """The archived days, newest first."""
+        root = self.folder / ARCHIVE
+        if not root.is_dir():
+            return []
+        return sorted((p.name for p in root.iterdir() if p.is_dir() and _DAY.fullmatch(p.name)), reverse=True)
+
+    def archive_files(self) -> list[Path]:
+        return [p for day in self.archive_days() for d in DOMAINS if (p := self.path(d, day)).is_file()]
+
+    def all_files(self) -> list[Path]:
+        """Live files first, then the archive from the newest day back (the likeliest place of an edit)."""
+        return self.files() + self.archive_files()
+
+    def _day_of(self, path: Path) -> str | None:
+        return None if path.parent == self.folder else path.parent.name
+
+    def _header(self, domain: str, day: str | None = None) -> str:
+        if day is None:
+            return f"# {domain.capitalize()} — {escape(self.title)}\n\nKelvin's record of this project's {domain} conversation.\n\n"
+        return (f"# {domain.capitalize()} — {escape(self.title)} — {day}\n\nKelvin's record of this project's {domain} "
+                f"conversation, archived when the day rolled over after {day}.\n\n")
 
     def append(self, messages: Iterable[Message]) -> None:
         by_domain: dict[str, list[str]] = {}
@@ -76,9 +112,10 @@ class MarkdownBook:
                 fh.write("".join(blocks))
 
     def ids_present(self) -> set[str]:
-        """Ids of every complete block; files with a half-written block (a crash) are mended."""
+        """Ids of every complete block, live or archived; files with a half-written block (a crash)
+        are mended."""
         ids: set[str] = set()
-        for path in self.files():
+        for path in self.all_files():
             text = path.read_text(encoding="utf-8", errors="replace")
             found = [m.group("id") for m in _BLOCK.finditer(text)]
             if len(_BEGIN.findall(text)) != len(found):
@@ -86,32 +123,52 @@ class MarkdownBook:
             ids.update(found)
         return ids
 
-    def remove(self, message_id: str) -> bool:
-        """Take a message's block out of whichever file holds it."""
-        marker = f"<!-- kelvin:begin {message_id} -->"
+    def live_times(self) -> list[int]:
+        """When each live block was said (to the minute, from its heading)."""
+        out = []
         for path in self.files():
+            for b in _BLOCK.finditer(path.read_text(encoding="utf-8", errors="replace")):
+                if (ts := _block_ms(b.group("body"))) is not None:
+                    out.append(ts)
+        return out
+
+    def _find(self, message_id: str) -> tuple[Path, str, re.Match] | None:
+        marker = f"<!-- kelvin:begin {message_id} -->"
+        for path in self.all_files():
             text = path.read_text(encoding="utf-8", errors="replace")
             if marker in text:
-                self._rewrite(path, text, drop={message_id})
-                return True
-        return False
+                for b in _BLOCK.finditer(text):
+                    if b.group("id") == message_id:
+                        return path, text, b
+        return None
 
-    def upsert(self, message: Message) -> None:
-        """Put a message's block in its domain file: in place if it is already there (an edit),
-        else in time order (its domain changed), taking it out of any other file."""
-        marker = f"<!-- kelvin:begin {message.id} -->"
-        path = self.path(message.tags.domain)
-        text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    def remove(self, message_id: str) -> bool:
+        """Take a message's block out of whichever file holds it, live or archived."""
+        found = self._find(message_id)
+        if found is None:
+            return False
+        self._rewrite(found[0], found[1], drop={message_id})
+        return True
+
+    def upsert(self, message: Message, day: str | None = None) -> None:
+        """Put a message's block where it belongs: in place if it is already there (an edit, live
+        or archived); into its new domain's file at the same place if its domain changed; else (a
+        restore) in time order into the live file, or the archive of ``day``."""
         new_block = render_block(message)
-        for b in _BLOCK.finditer(text):
-            if b.group("id") == message.id:
+        found = self._find(message.id)
+        if found is not None:
+            path, text, b = found
+            if path.stem == message.tags.domain:
                 _atomic_write(path, text[: b.start()] + new_block + text[b.end():])
                 return
-        if marker in "".join(p.read_text(encoding="utf-8", errors="replace") for p in self.files()):
-            self.remove(message.id)
+            day = self._day_of(path)
+            self._rewrite(path, text, drop={message.id})
+        path = self.path(message.tags.domain, day)
         if not path.exists():
-            self.append([message])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(path, self._header(message.tags.domain, day) + new_block)
             return
+        text = path.read_text(encoding="utf-8", errors="replace")
         blocks = list(_BLOCK.finditer(text))
         insert_at = len(text) if not blocks else blocks[-1].end()
         when = message.timestamp[:16].replace("T", " ")
@@ -122,29 +179,95 @@ class MarkdownBook:
                 break
         _atomic_write(path, text[:insert_at] + new_block + text[insert_at:])
 
-    def rebuild(self, messages: Iterable[Message]) -> None:
-        """Write every domain file from scratch (after ``reindex``)."""
-        by_domain: dict[str, list[Message]] = {}
-        for m in messages:
-            by_domain.setdefault(m.tags.domain, []).append(m)
+    def roll_over(self, cutoff_ms: int, day: str) -> int:
+        """Move every live block from before ``cutoff_ms`` to ``archive/<day>/`` (merged in time
+        order with what is there). Each archive file is written before its live file is cut, so a
+        crash in between leaves a block twice, never nowhere; running this again (the replay) mends
+        it. Returns how many blocks moved."""
+        moved = 0
         for path in self.files():
-            if path.stem not in by_domain:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            blocks = list(_BLOCK.finditer(text))
+            old = [b for b in blocks if (ts := _block_ms(b.group("body"))) is not None and before(ts, cutoff_ms)]
+            if not old:
+                continue
+            self._merge(self.path(path.stem, day), old)
+            keep = [b for b in blocks if b not in old]
+            if keep:
+                _atomic_write(path, _head(text) + "".join(_whole(b) for b in keep))
+            else:
                 path.unlink()
-        for domain, items in by_domain.items():
+            moved += len(old)
+        return moved
+
+    def _merge(self, path: Path, incoming: list[re.Match]) -> None:
+        ids = {b.group("id") for b in incoming}
+        if path.exists():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            head = _head(text)
+            there = [b for b in _BLOCK.finditer(text) if b.group("id") not in ids]  # a replay: the copy moving wins
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            head, there = self._header(path.stem, self._day_of(path)), []
+        merged = sorted(there + incoming, key=lambda b: _block_ts(b.group("body")) or "")  # stable
+        _atomic_write(path, head + "".join(_whole(b) for b in merged))
+
+    def rebuild(self, messages: Iterable[Message], archived: Mapping[str, str] | None = None) -> None:
+        """Write every domain file from scratch (after ``reindex``): each message in its live file,
+        or in its archived day's when ``archived`` maps its id to one."""
+        archived = archived or {}
+        groups: dict[tuple[str | None, str], list[Message]] = {}
+        for m in messages:
+            groups.setdefault((archived.get(m.id), m.tags.domain), []).append(m)
+        for path in self.all_files():
+            if (self._day_of(path), path.stem) not in groups:
+                path.unlink()
+        for (day, domain), items in groups.items():
             items.sort(key=lambda m: m.ts_ms)  # stable: equal times keep journal order
-            _atomic_write(self.path(domain), self._header(domain) + "".join(render_block(m) for m in items))
+            path = self.path(domain, day)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(path, self._header(domain, day) + "".join(render_block(m) for m in items))
+        for day in self.archive_days():
+            _rmdir_if_empty(self.folder / ARCHIVE / day)
 
     def _rewrite(self, path: Path, text: str, drop: set[str]) -> None:
-        head_end = text.find("<!-- kelvin:begin ")
-        head = text if head_end < 0 else text[:head_end]
-        kept = [b.group(0) if b.group(0).endswith("\n") else b.group(0) + "\n"
-                for b in _BLOCK.finditer(text) if b.group("id") not in drop]
-        _atomic_write(path, head + "".join(kept))
+        """Write a file again without some blocks; a file left with none goes (as ``rebuild``
+        would not write it)."""
+        kept = [_whole(b) for b in _BLOCK.finditer(text) if b.group("id") not in drop]
+        if drop and not kept:
+            path.unlink()
+            if self._day_of(path) is not None:
+                _rmdir_if_empty(path.parent)
+            return
+        _atomic_write(path, _head(text) + "".join(kept))
+
+
+def _head(text: str) -> str:
+    head_end = text.find("<!-- kelvin:begin ")
+    return text if head_end < 0 else text[:head_end]
+
+
+def _whole(b: re.Match) -> str:
+    return b.group(0) if b.group(0).endswith("\n") else b.group(0) + "\n"
+
+
+def _rmdir_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # something else is in it (or it is gone already)
 
 
 def _block_ts(body: str) -> str | None:
     m = re.match(r"### (\d{4}-\d\d-\d\d \d\d:\d\d)", body)
     return m.group(1) if m else None
+
+
+def _block_ms(body: str) -> int | None:
+    ts = _block_ts(body)
+    if ts is None:
+        return None
+    return int(datetime.strptime(ts, "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp() * 1000)
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -3,6 +3,9 @@
 ``write()`` journals events durably, then projects them. ``open_for_write()`` takes the
 project's lock and replays whatever the projections missed (a crash between journal and index),
 idempotently. ``rebuild()`` makes both projections again from the journal alone.
+
+The day's end is an event too (``day.rollover``): the Markdown blocks from before its cutoff move
+to ``archive/<day>/``, and ``rebuild()`` puts them there again from the journal.
 """
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -23,7 +27,7 @@ from app.core.tagging import Tagger
 from app.memory.embedders import Embedder, EmbedderUnavailable
 from app.memory.index import CHUNKS, MEMORIES, ProjectIndex, message_rows
 from app.memory.journal import Entry, Journal
-from app.memory.markdown import MarkdownBook
+from app.memory.markdown import MarkdownBook, before
 from app.memory.settings_book import SETTING_OPS, SettingsBook
 
 log = logging.getLogger("kelvin.store")
@@ -34,26 +38,41 @@ OP_MESSAGE_DELETE = "message.delete"
 OP_MESSAGE_RESTORE = "message.restore"  # a deleted message put back (undo): the whole message, as it was
 OP_MEMORY_ADD = "memory.add"
 OP_MEMORY_DELETE = "memory.delete"
-OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MESSAGE_RESTORE, OP_MEMORY_ADD, OP_MEMORY_DELETE, *SETTING_OPS)
+# the day's end: {"day": "YYYY-MM-DD", "cutoff_ms": int}; live Markdown blocks from before the cutoff
+# move to archive/<day>/ (day: the local date of the newest block moved)
+OP_DAY_ROLLOVER = "day.rollover"
+OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MESSAGE_RESTORE, OP_MEMORY_ADD, OP_MEMORY_DELETE,
+       OP_DAY_ROLLOVER, *SETTING_OPS)
 EMBEDDER_RETRY_S = 30.0
 
 
 @dataclass
 class Projections:
-    """How far each projection has caught up with the journal, and what built the vectors."""
+    """How far each projection has caught up with the journal, what built the vectors, the day
+    rollovers projected so far, and a bound on the oldest live Markdown block."""
 
     markdown_seq: int = 0
     index_seq: int = 0
     embedder: str = ""
+    # [seq, cutoff_ms, day] of every day.rollover, in journal order; None: not known here (read from
+    # the journal when needed). Replaced, never changed in place: searches read it from other threads.
+    rollovers: list[list] | None = None
+    # no live Markdown block was said before this (a lower bound; None: not known), so the check at
+    # the day's first turn reads no file
+    live_since_ms: int | None = None
 
     @classmethod
     def load(cls, path: Path) -> "Projections":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(int(data["markdown_seq"]), int(data["index_seq"]), str(data.get("embedder", "")))
+            rolls = data.get("rollovers")
+            rollovers = [[int(r[0]), int(r[1]), str(r[2])] for r in rolls] if isinstance(rolls, list) else None
+            since = data.get("live_since_ms")
+            return cls(int(data["markdown_seq"]), int(data["index_seq"]), str(data.get("embedder", "")),
+                       rollovers, int(since) if since is not None else None)
         except FileNotFoundError:
             return cls()
-        except (ValueError, KeyError, TypeError, OSError):
+        except (ValueError, KeyError, TypeError, IndexError, OSError):
             log.warning("%s is unreadable; the projections will be replayed from the journal", path)
             return cls()
 
@@ -86,6 +105,7 @@ class ProjectStore:
         self._writable = False
         self._behind = False  # a projection failed after its events were journaled
         self._known: set[str] | None = None  # message ids stored, once loaded (writer thread only)
+        self._rollover_lock = threading.Lock()  # a search may read the rollovers while the writer adds one
         self._embedder_down_until = 0.0
         self.on_embedder_problem: Callable[[str], None] = lambda msg: log.warning("%s", msg)
 
@@ -112,7 +132,7 @@ class ProjectStore:
         self._writable = True
         if not self.index.exists:
             self.index.create(self._embedder_dim())
-            self.state = Projections(markdown_seq=self.state.markdown_seq, index_seq=0, embedder=self.embedder.spec)
+            self.state = replace(self.state, index_seq=0, embedder=self.embedder.spec)
             self.state.save(self._state_path)
         elif self.state.embedder != self.embedder.spec:
             self._switch_embedder()
@@ -223,6 +243,7 @@ class ProjectStore:
                                                                               self.state.index_seq)}
         if md_todo:
             msgs = [tagged[e.seq] for e in md_todo]
+            self._lower_live_since(min(m.ts_ms for m in msgs))  # new messages go to the live files
             if present is not None:
                 msgs = [m for m in msgs if m.id not in present]
             self.book.append(msgs)
@@ -247,20 +268,78 @@ class ProjectStore:
             new = self.to_message({**old.to_event(), "text": data["text"]})
             self.index.delete_messages([old.id])
             self.index.put_messages([new], self._embed({r["chunk_id"]: r["text"] for r in message_rows(new)}))
-            self.book.upsert(new)
+            self.book.upsert(new, self._place(new.ts_ms))  # edited where it is, live or archived
         elif entry.op == OP_MESSAGE_RESTORE:
             msg = self.to_message(data)
             if self._known is not None:
                 self._known.add(msg.id)
             self.index.delete_messages([msg.id])  # idempotent on replay
             self.index.put_messages([msg], self._embed({r["chunk_id"]: r["text"] for r in message_rows(msg)}))
-            self.book.upsert(msg)  # back in its domain file, in time order
+            self.book.upsert(msg, self._place(msg.ts_ms))  # back in its domain file (or archived day's), in time order
+        elif entry.op == OP_DAY_ROLLOVER:
+            cutoff = int(data["cutoff_ms"])
+            self._note_rollover([entry.seq, cutoff, str(data["day"])])
+            if entry.seq > self.state.markdown_seq:  # a replay from an index behind must not move later blocks
+                self.book.roll_over(cutoff, str(data["day"]))
+                since = self.state.live_since_ms  # nothing live is older now (the events after lower it again)
+                self.state.live_since_ms = cutoff if since is None else max(since, cutoff)
         elif entry.op == OP_MEMORY_DELETE:
             self.index.delete_memories([data["id"]])
         elif entry.op in SETTING_OPS:
             pass  # the settings ledger's own events
         else:
             log.warning("journal event %d has an unknown operation %r; skipped", entry.seq, entry.op)
+
+    # ---- the day's end ------------------------------------------------------------------------------
+    def rollovers(self) -> list[list]:
+        """[seq, cutoff_ms, day] of every day rollover, in journal order."""
+        with self._rollover_lock:
+            if self.state.rollovers is None:  # state from before rollovers, or lost: the journal knows
+                self.state.rollovers = [[e.seq, int(e.data["cutoff_ms"]), str(e.data["day"])]
+                                        for e in self.journal.read() if e.op == OP_DAY_ROLLOVER]
+            return self.state.rollovers
+
+    def archive_cutoff(self) -> int | None:
+        """The latest day's cutoff: messages from before it are archived (None: no day rolled over yet)."""
+        return max((r[1] for r in self.rollovers()), default=None)
+
+    def _note_rollover(self, roll: list) -> None:
+        known = self.rollovers()  # (read from the journal if not known, this one included)
+        if all(r[0] != roll[0] for r in known):
+            with self._rollover_lock:
+                self.state.rollovers = [*known, roll]
+
+    def _place(self, ts_ms: int) -> str | None:
+        """Where a message said at ``ts_ms`` goes back to: the archived day whose range covers it,
+        or None (the live files). The same rule as :func:`_place_in`, which ``rebuild`` uses."""
+        day = _place_in(self.rollovers(), ts_ms)
+        if day is None:
+            self._lower_live_since(ts_ms)
+        return day
+
+    def _lower_live_since(self, ts_ms: int) -> None:
+        if self.state.live_since_ms is not None and ts_ms < self.state.live_since_ms:
+            self.state.live_since_ms = ts_ms
+
+    def roll_over(self, cutoff_ms: int) -> int:
+        """End of day: journal a ``day.rollover`` moving every live Markdown block from before
+        ``cutoff_ms`` into ``archive/<day>/``. Returns how many blocks move; nothing is journaled when
+        none would (the check reads no file while the live files are known to be newer)."""
+        self.open_for_write()
+        if self._behind:
+            self._replay()
+            self._behind = False
+        since = self.state.live_since_ms
+        if since is not None and not before(since, cutoff_ms):
+            return 0
+        times = self.book.live_times()
+        old = [t for t in times if before(t, cutoff_ms)]
+        if not old:
+            self.state.live_since_ms = min(times, default=cutoff_ms)
+            self.state.save(self._state_path)
+            return 0
+        self.write([(OP_DAY_ROLLOVER, {"day": local_day(max(old)), "cutoff_ms": cutoff_ms})])
+        return len(old)
 
     def _lookup(self, message_id: str) -> Message | None:
         return self.index.messages([message_id]).get(message_id)
@@ -314,7 +393,8 @@ class ProjectStore:
     def rebuild(self, progress: Callable[[int, int], None] = lambda done, total: None) -> int:
         """Build the index and the Markdown files again from the journal alone."""
         self.open_for_write()
-        messages, memories = self._fold()
+        folded = self._fold_all()
+        messages, memories = folded.messages, folded.memories
         last = self.journal.last_seq()
         self._known = None
         self.index.create(self._embedder_dim())
@@ -325,34 +405,83 @@ class ProjectStore:
             self.index.put_messages(batch, self._embed({r["chunk_id"]: r["text"] for r in rows}), rows=rows)
             progress(min(i + 2000, len(ordered)), len(ordered))
         self.index.put_memories(list(memories.values()), self._embed({m.id: m.text for m in memories.values()}))
-        self.book.rebuild(ordered)
+        self.book.rebuild(ordered, folded.archived)
         if self.settings is not None:
             self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
-        self.state = Projections(markdown_seq=last, index_seq=last, embedder=self.embedder.spec)
+        live = [m.ts_ms for m in ordered if m.id not in folded.archived]
+        with self._rollover_lock:
+            self.state = Projections(markdown_seq=last, index_seq=last, embedder=self.embedder.spec,
+                                     rollovers=folded.rollovers, live_since_ms=min(live, default=None))
         self.state.save(self._state_path)
         self.index.optimize()
         return len(ordered)
 
     def _fold(self) -> tuple[dict[str, Message], dict[str, Memory]]:
         """The live messages and memories, as the journal has them after every edit and delete."""
+        folded = self._fold_all()
+        return folded.messages, folded.memories
+
+    def _fold_all(self) -> Folded:
+        """The messages and memories the journal holds, and which archived day each archived message
+        is in — placed as the projection places them: added live, moved by a rollover, restored into
+        the day whose range covers it."""
         messages: dict[str, dict] = {}
         memories: dict[str, Memory] = {}
+        live: dict[str, int] = {}  # id → ts of the messages in the live files
+        archived: dict[str, str] = {}
+        rollovers: list[list] = []
         for e in self.journal.read():
             d = e.data
-            if e.op == OP_MESSAGE_ADD:
-                messages.setdefault(d["id"], d)
+            if e.op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE) and d["id"] not in messages:
+                messages[d["id"]] = d
+                day = _place_in(rollovers, d["ts_ms"]) if e.op == OP_MESSAGE_RESTORE else None
+                if day is None:
+                    live[d["id"]] = d["ts_ms"]
+                else:
+                    archived[d["id"]] = day
             elif e.op == OP_MESSAGE_EDIT and d["id"] in messages:
                 messages[d["id"]] = {**messages[d["id"]], "text": d["text"]}
             elif e.op == OP_MESSAGE_DELETE:
                 messages.pop(d["id"], None)
-            elif e.op == OP_MESSAGE_RESTORE:
-                messages.setdefault(d["id"], d)
+                live.pop(d["id"], None)
+                archived.pop(d["id"], None)
+            elif e.op == OP_DAY_ROLLOVER:
+                cutoff, day = int(d["cutoff_ms"]), str(d["day"])
+                rollovers.append([e.seq, cutoff, day])
+                for mid in [mid for mid, ts in live.items() if before(ts, cutoff)]:
+                    archived[mid] = day
+                    del live[mid]
             elif e.op == OP_MEMORY_ADD:
                 memories[d["id"]] = Memory(**d)
             elif e.op == OP_MEMORY_DELETE:
                 memories.pop(d["id"], None)
-        return {k: self.to_message(v) for k, v in messages.items()}, memories
+        return Folded({k: self.to_message(v) for k, v in messages.items()}, memories, archived, rollovers)
 
     def journal_messages(self) -> list[Message]:
         """Every live message as the journal has it (for checks and tools)."""
         return list(self._fold()[0].values())
+
+
+@dataclass
+class Folded:
+    """What the journal holds, folded: messages, memories, the archived day of each archived
+    message, and the day rollovers ([seq, cutoff_ms, day])."""
+
+    messages: dict[str, Message]
+    memories: dict[str, Memory]
+    archived: dict[str, str] = field(default_factory=dict)
+    rollovers: list[list] = field(default_factory=list)
+
+
+def _place_in(rollovers: list[list], ts_ms: int) -> str | None:
+    """The archived day whose range covers ``ts_ms`` (the first rollover by cutoff that it falls
+    before; ties in journal order), or None for the live files."""
+    for _seq, cutoff, day in sorted(rollovers, key=lambda r: r[1]):
+        if before(ts_ms, cutoff):
+            return day
+    return None
+
+
+def local_day(ts_ms: int) -> str:
+    """The local calendar date of a moment, as YYYY-MM-DD (the name of an archived day)."""
+    return datetime.fromtimestamp(ts_ms / 1000).date().isoformat()

@@ -13,6 +13,7 @@ import logging
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
@@ -28,7 +29,7 @@ from app.llm.errors import ModelMissing, NotRunning, OllamaUnavailable, OutOfMem
 from app.memory.index import Filters
 from app.services.memory import MemoryService
 from app.services.projects import Projects
-from app.services.settings_ledger import SettingsLedger
+from app.services.settings_ledger import SettingsLedger, describe
 from app.settings import Settings
 
 log = logging.getLogger("kelvin.conversation")
@@ -62,6 +63,7 @@ class TurnResult:
     prompt_tokens: int | None = None  # Ollama's prompt_eval_count
     tool_log: list[str] = field(default_factory=list)
     stored: tuple[Future, ...] = ()  # the question's and the reply's commits (done when on disk)
+    greeting: str = ""  # the first turn of a new day: "Resuming from the brief of …"
 
     @property
     def answered(self) -> bool:
@@ -98,6 +100,10 @@ class Conversation:
         self.commit_problems: list[str] = []  # commits that failed in the background, for the caller to show
         self._model_info: dict[str, ModelInfo | None] = {}
         self._inference = threading.Lock()  # one model call at a time
+        self.inference_lock = self._inference  # for the other users of the model (the brief)
+        self.on_mode: list[Callable[[Mode], None]] = []  # called (any thread) when the mode changes
+        self.mode_reason = ""  # why the mode is what it is ("the artist", or the VRAM guard's reason)
+        self._greeted: set[tuple[str, str]] = set()  # (project, day) greeted with yesterday's brief
         self._turn_stop = threading.Event()  # the current turn's cancel token (a new one each turn)
         self._summary_stop = threading.Event()
         self._stream: tuple[str, ChatStream] | None = None  # ("turn" | "summary", the stream)
@@ -123,6 +129,10 @@ class Conversation:
         self._day = self.projects.today()
         self._recent = None
         self._notes = {}
+        # the first start or first turn of a day: yesterday's domain files go to archive/YYYY-MM-DD/
+        moved = self.memory.roll_over(info.name, self._day)
+        if moved:
+            log.info("project %s: %d earlier messages moved to the Markdown archive", info.name, moved)
 
     def new_conversation(self) -> str:
         self.conversation_id = self.projects.new_conversation(self.project)
@@ -144,9 +154,12 @@ class Conversation:
         if mode != self.mode:
             log.info("mode %s → %s%s", self.mode.value, mode.value, f" ({reason})" if reason else "")
             self._stop_background(wait=False)
-        self.mode = mode
+        changed, self.mode, self.mode_reason = mode != self.mode, mode, reason
         if hasattr(self.memory.embedder, "cpu"):  # off the GPU means the embeddings too
             self.memory.embedder.cpu = mode is not Mode.GPU
+        if changed:
+            for listener in list(self.on_mode):
+                listener(mode)
 
     def cancel(self, reason: str = "") -> None:
         """Stop the reply being streamed (any thread). The partial answer is kept, marked as stopped
@@ -187,8 +200,10 @@ class Conversation:
         self._turn_stop, self._cancel_reason = stop, ""  # a cancel from now on stops this turn, and only this one
         self._stop_background(wait=True)  # a new question wins over a summary in progress
         with self._inference:
+            greeting = ""
             if self.projects.today() != self._day:  # Kelvin left open overnight: a new day starts clean
                 self.switch_project(self.project)
+                greeting = self.greeting()
             turn = self._new_turn(stop)
             recent = self.recent()
             question, stored = self.memory.commit(text, role="user", conversation_id=turn.conversation_id,
@@ -210,6 +225,7 @@ class Conversation:
                     result.error, result.error_kind = failed.error, failed.error_kind
             result.question = question
             result.stored = (stored,)
+            result.greeting = greeting
             self._commit_answer(turn, result)
             self._remember_turn(turn, question, result.answer)
         if result.status == "complete":
@@ -264,6 +280,27 @@ class Conversation:
         return resources.read_text("prompts/system.md").format(
             project=project, today=self.projects.today(), tools_hint=hint,
             host_apps="Cinema 4D, Houdini, Maya, Blender or 3ds Max")
+
+    def greeting(self, project: str | None = None) -> str:
+        """Once per project and day, when the live brief was written on an earlier day: a line
+        saying Kelvin resumes from it, with the current settings. No model call."""
+        project = project or self.project
+        day = self.projects.today()
+        if (project, day) in self._greeted:
+            return ""
+        self._greeted.add((project, day))
+        path: Path = self.memory.store(project).folder / BRIEF_FILE
+        try:
+            written = datetime.fromtimestamp(path.stat().st_mtime).astimezone()
+        except OSError:
+            return ""
+        if written.date().isoformat() >= day:
+            return ""
+        current = self.ledger.current(project)
+        settings = "; ".join(describe(c).split(" (")[0] for c in current[:12])
+        more = f" and {len(current) - 12} more" if len(current) > 12 else ""
+        return (f"Resuming from the brief of {written:%A %Y-%m-%d %H:%M} ({BRIEF_FILE}, pinned into every answer). "
+                + (f"Current settings: {settings}{more}." if settings else "No settings recorded yet."))
 
     def _brief(self, project: str) -> str:
         path: Path = self.memory.store(project).folder / BRIEF_FILE

@@ -10,6 +10,7 @@ import importlib.util
 import shutil
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from app.gpu import nvml
 from app.llm.backend import OllamaBackend
@@ -26,9 +27,10 @@ class Check:
     status: str
     detail: str
     fix: str = ""
+    pull: str = ""  # the Ollama model whose pull fixes this, if that is the fix
 
     def to_json(self) -> dict:
-        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
+        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix, "pull": self.pull}
 
 
 def run(settings: Settings, backend: OllamaBackend, memory=None) -> list[Check]:
@@ -36,7 +38,7 @@ def run(settings: Settings, backend: OllamaBackend, memory=None) -> list[Check]:
     the project's store (left out when None)."""
     checks = _ollama(settings, backend)
     checks.append(_gpu())
-    checks += _data(settings)
+    checks.append(data_folder(settings.data_path()))
     if memory is not None:
         checks.append(_store(settings, memory))
     return checks
@@ -67,7 +69,7 @@ def _ollama(settings: Settings, backend: OllamaBackend) -> list[Check]:
         others = ", ".join(sorted(installed)[:6]) or "none"
         out.append(Check("chat model", FAIL, f"{model} is not installed (installed: {others})",
                          f"`ollama pull {model}` (or `kelvin chat`, which offers to pull it), or set "
-                         "KELVIN_CHAT_MODEL to an installed model"))
+                         "KELVIN_CHAT_MODEL to an installed model", pull=model))
     out.append(_embedder(settings, backend))
     return out
 
@@ -82,7 +84,7 @@ def _embedder(settings: Settings, backend: OllamaBackend) -> Check:
         if backend.has_model(name):
             return Check("embedder", OK, f"{name} through Ollama")
         return Check("embedder", WARN, f"{name} is not installed; search is full-text only until it is",
-                     f"`ollama pull {name}`")
+                     f"`ollama pull {name}`", pull=name)
     if kind == "st":
         if importlib.util.find_spec("sentence_transformers") is None:
             return Check("embedder", WARN, "the sentence-transformers extra is not installed; full-text search only",
@@ -101,19 +103,25 @@ def _gpu() -> Check:
     return Check("GPU", OK, f"driver {p.driver}; {gpus}")
 
 
-def _data(settings: Settings) -> list[Check]:
-    path = settings.data_path()
+def blocking(checks: list[Check]) -> list[Check]:
+    """What keeps Kelvin from answering with the model: Ollama down or the chat model missing.
+    (Recall mode still works; everything else only limits Kelvin.)"""
+    return [c for c in checks if c.status == FAIL and c.name in ("Ollama", "models", "chat model")]
+
+
+def data_folder(path: Path) -> Check:
+    """Can Kelvin keep its memory in ``path``: writable (created if missing), with room left."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".kelvin-doctor-"):
             pass
     except OSError as exc:
-        return [Check("data folder", FAIL, f"{path} is not writable: {exc.strerror or exc}",
-                      "set KELVIN_DATA_DIR to a folder you can write, or fix its permissions")]
+        return Check("data folder", FAIL, f"{path} is not writable: {exc.strerror or exc}",
+                     "set KELVIN_DATA_DIR to a folder you can write, or fix its permissions")
     free_mb = shutil.disk_usage(path).free // 2**20
     if free_mb < LOW_DISK_MB:
-        return [Check("data folder", WARN, f"{path}: only {free_mb} MB free", "free some disk space")]
-    return [Check("data folder", OK, f"{path} ({free_mb / 1024:.0f} GB free)")]
+        return Check("data folder", WARN, f"{path}: only {free_mb} MB free", "free some disk space")
+    return Check("data folder", OK, f"{path} ({free_mb / 1024:.0f} GB free)")
 
 
 def _store(settings: Settings, memory) -> Check:

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from app.core.commands import Mode
-from app.core.vram import (DEFAULT_RENDERERS, OFF, RESUME, UNLOAD, GuardConfig, Sample, Transition, VramPolicy,
-                           mb_text, renderer_label)
+from app.core.vram import (OFF, RESUME, UNLOAD, GuardConfig, Sample, Transition, VramPolicy, mb_text,
+                           renderer_label, renderer_names)
 from app.llm.backend import OllamaBackend, full_name
 from app.llm.errors import OllamaUnavailable
 from app.settings import Settings
@@ -56,9 +56,8 @@ class GuardEvent:
 
 
 def config_from(settings: Settings) -> GuardConfig:
-    extra = tuple(n.strip() for n in settings.renderer_processes.split(",") if n.strip())
     return GuardConfig(margin_mb=settings.vram_margin_mb, reserve_mb=settings.vram_reserve_mb,
-                       hold_s=settings.vram_hold_s, renderers=DEFAULT_RENDERERS + extra)
+                       hold_s=settings.vram_hold_s, renderers=renderer_names(settings.renderer_processes))
 
 
 class GpuGuard:

@@ -12,6 +12,7 @@ import time
 import tomllib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 from typing import Callable
 
@@ -37,6 +38,7 @@ from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
 from app.memory.index import Filters, message_from_rows
 from app.memory.journal import StoreLocked
+from app.memory.markdown import before
 from app.memory.store import (
     OP_MEMORY_ADD,
     OP_MEMORY_DELETE,
@@ -236,6 +238,24 @@ class MemoryService:
             raise RecordError(f"no curated memory {memory_id!r} in project {store.name!r}")
         self.writer.submit(store.name, [(OP_MEMORY_DELETE, {"id": memory_id})]).result()
 
+    def roll_over(self, project: str | None, today: str) -> int:
+        """End of day: move the project's Markdown blocks from before ``today`` (a local ISO date, as
+        ``Projects.today()`` gives) to ``archive/<day>/``, journaled as one ``day.rollover`` event
+        (``day``: the date of the newest block moved). Returns how many blocks moved; 0, with no
+        event, when there is nothing older than today — cheap enough for every day's first turn."""
+        try:
+            cutoff = int(datetime.combine(date.fromisoformat(today), datetime.min.time()).timestamp() * 1000)
+        except (TypeError, ValueError):
+            raise RecordError(f"today must be an ISO date such as 2026-11-22, not {today!r}") from None
+        store = self.store(project)
+        if not store.exists():
+            return 0
+        since = store.state.live_since_ms
+        if (since is not None and not before(since, cutoff)
+                and store.journal.last_seq() <= store.state.markdown_seq):
+            return 0  # the live files are known to hold nothing older: no file read, no wait on the writer
+        return self.writer.call(lambda: store.roll_over(cutoff)).result()[0]
+
     def reindex(self, project: str | None = None,
                 progress: Callable[[int, int], None] = lambda done, total: None) -> int:
         store = self.store(project)
@@ -348,7 +368,14 @@ class MemoryService:
         text_hits.sort(key=lambda h: -h[1])  # BM25: higher is better
         vector_hits.sort(key=lambda h: h[1])  # cosine distance: lower is better
         rows = {row["_key"]: row for row, _ in vector_hits + text_hits}
-        fused = fuse([[Candidate(r["_key"], r["ts_ms"], r["text"]) for r, _ in hits]
+        # messages from before a project's last day rollover are archived: still found, ranked a little lower
+        cutoffs = {s.folder.name: s.archive_cutoff() for s in stores}
+
+        def archived(r: dict) -> bool:
+            cutoff = cutoffs[r["_key"].partition("\x1f")[0]]
+            return cutoff is not None and r["ts_ms"] < cutoff
+
+        fused = fuse([[Candidate(r["_key"], r["ts_ms"], r["text"], archived(r)) for r, _ in hits]
                       for hits in (text_hits, vector_hits)], query)[:k]
         # fetch the winners whole: one-chunk messages by row id, longer ones (or rows moved by a
         # compaction since the legs ran) put back together from their chunks
@@ -393,9 +420,7 @@ class MemoryService:
         stores = self._readable(project, False)
         if not stores:
             return []
-        heads = sorted(stores[0].index.message_heads(filters.where()), key=lambda r: (r["ts_ms"], r["message_id"]),
-                       reverse=True)
-        return [r["message_id"] for r in heads]
+        return stores[0].index.newest_ids(filters.where())
 
     def messages(self, ids: list[str], project: str | None = None) -> dict[str, Message]:
         """Whole messages by id (a browser's page of rows)."""

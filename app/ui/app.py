@@ -1,19 +1,25 @@
-"""``kelvin app``: the desktop window. The window paints first; the heavy parts (LanceDB, the
-memory store, the VRAM guard) start on a worker meanwhile and are handed to it when ready."""
+"""``kelvin app``: the desktop window. The window paints first; then the heavy parts (LanceDB, the
+memory store, the VRAM guard) start on a worker and are handed to it when ready. Started before the
+first paint, their imports (a second or more, holding the GIL) would hold the paint up."""
 from __future__ import annotations
 
+import gc
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from importlib import resources
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
+from app.ui import first_paint, markdown
+from app.ui.crash import install_excepthooks, route_qt_messages, setup_logging
 from app.ui.main_window import MainWindow
 from app.ui.worker import Worker
 
 log = logging.getLogger("kelvin.ui")
+START_ANYWAY_MS = 2000  # a window that never paints (started minimised) still gets its services
 
 
 @dataclass
@@ -60,6 +66,17 @@ def build_services(settings, gpu: bool = True) -> Services:
     return Services(memory, conversation, guard, problem)
 
 
+def start_services(settings) -> Services:
+    """What the start-up worker does: the services; markdown-it for the chat (here, not with the
+    first reply); then ``gc.freeze()``. The libraries just loaded leave ~150k objects that live as
+    long as Kelvin does; unfrozen, every full garbage collection walks them all — 0.2-0.5 s with the
+    GIL held on a 2-core machine, so the window freezes whichever thread collects."""
+    markdown.parser()
+    services = build_services(settings)
+    gc.freeze()
+    return services
+
+
 def stylesheet() -> str:
     return resources.files("app.resources").joinpath("kelvin.qss").read_text(encoding="utf-8")
 
@@ -74,10 +91,20 @@ def open_window(settings, app: QApplication) -> MainWindow:
     app.setStyleSheet(stylesheet())
     window = MainWindow(settings, window_state())
     window.show()
-    worker = Worker(lambda report: build_services(settings))
+    worker = Worker(lambda report: start_services(settings))
     worker.signals.returned.connect(window.attach)
     worker.signals.errored.connect(window.failed_to_start)
-    window.pools.start(window.pools.general, worker)
+    if os.environ.get(first_paint.ENV) == "1":  # start-up measurement (bench/ui_startup.py)
+        first_paint.exit_after_first_paint(window, worker)
+    launched = []
+
+    def launch() -> None:
+        if not launched:
+            launched.append(worker)
+            window.pools.start(window.pools.general, worker)
+
+    first_paint.FirstPaint(window, launch)
+    QTimer.singleShot(START_ANYWAY_MS, window, launch)
     return window
 
 
@@ -85,5 +112,13 @@ def main(settings) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Kelvin")
     app.setOrganizationName("Kelvin")
-    window = open_window(settings, app)  # noqa: F841 — kept alive by this frame while the loop runs
-    return app.exec()
+    app_log = setup_logging(settings)  # <data>/logs/kelvin.log
+    route_qt_messages()
+    crashes = install_excepthooks(app_log)  # any thread's uncaught exception: logged, and a dialog says so
+    window = open_window(settings, app)
+    crashes.quit_requested.connect(window.quit)  # the dialog's Quit: close properly (drain the writer)
+    try:
+        return app.exec()
+    finally:
+        crashes.uninstall()
+        app_log.close()

@@ -5,15 +5,16 @@ the settings ledger).
 
 The view only draws and reacts: it emits :attr:`ChatView.send` and :attr:`ChatView.stop`; the
 window runs the turn on a worker and feeds the tokens back with :meth:`append`. Tokens arrive
-fast; the transcript is re-rendered at most every 50 ms (a coalescing timer), so streaming never
-stalls the UI thread however long the reply grows.
+fast; the reply is re-rendered at most every 50 ms (a coalescing timer), and only from the entry
+that changed to the end: the entries above it stay in the document as they are (re-rendering a
+full transcript took 50-100 ms on a 2-core machine, each time).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QGuiApplication, QKeyEvent
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout,
                                QWidget)
 
@@ -36,6 +37,7 @@ a { color: #e0914f; }
 .chipdone { color: #9aa0aa; }
 """
 MAX_SHOWN = 60  # messages kept in the transcript view (everything stays in memory and in the browser)
+TRIM = 10  # dropped from the top at once when over MAX_SHOWN (dropping renders the whole transcript again)
 RENDER_MS = 50
 
 
@@ -89,6 +91,11 @@ class ChatView(QWidget):
         self.transcript.setOpenExternalLinks(False)
         self.transcript.anchorClicked.connect(self._anchor)
         self.transcript.document().setDefaultStyleSheet(TRANSCRIPT_CSS)
+        self.transcript.document().setUndoRedoEnabled(False)  # edited in place: no history to keep
+        self._scratch = QTextDocument(self)  # where an entry's HTML is parsed before it goes in
+        self._scratch.setDefaultStyleSheet(TRANSCRIPT_CSS)
+        self._scratch.setUndoRedoEnabled(False)
+        self._starts: list[int] = []  # where each entry begins in the transcript's document
         self.composer = Composer(objectName="composer")
         self.composer.setPlaceholderText("Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)")
         self.composer.setFixedHeight(72)
@@ -112,7 +119,7 @@ class ChatView(QWidget):
         self.entries: list[_Entry] = []
         self.link_hovered = self.transcript.highlighted  # the window shows hovered links in its status bar
         self._timer = QTimer(self, singleShot=True, interval=RENDER_MS)
-        self._timer.timeout.connect(self._render)
+        self._timer.timeout.connect(lambda: self._render(len(self.entries) - 1))
         self.set_ready(False, "Kelvin is starting …")
 
     # ---- from the window -------------------------------------------------------------------------
@@ -129,8 +136,11 @@ class ChatView(QWidget):
     def add(self, role: str, text: str, status: str = "") -> _Entry:
         entry = _Entry(role, text, status)
         self.entries.append(entry)
-        del self.entries[:-MAX_SHOWN]
-        self._render()
+        if len(self.entries) > MAX_SHOWN:
+            del self.entries[:len(self.entries) - MAX_SHOWN + TRIM]
+            self._render()  # indexes moved (the links carry them)
+        else:
+            self._render(len(self.entries) - 1)
         return entry
 
     def append(self, token: str) -> None:
@@ -148,17 +158,17 @@ class ChatView(QWidget):
         if error and status in ("failed", "cut", "recall", "cancelled"):
             entry.text = f"*{error}*\n\n{entry.text}" if entry.text else f"*{error}*"
         self._timer.stop()
-        self._render()
+        self._render(self._index(entry))
 
     def show_chips(self, entry: _Entry, found: list, project: str = "") -> None:
         """The settings a turn stated (ledger entries), under its answer."""
         if entry in self.entries and found:
             entry.chips = [Chip(e, project) for e in found]
-            self._render()
+            self._render(self._index(entry))
 
     def chip_done(self, chip: Chip, state: str) -> None:
         chip.state = state
-        self._render()
+        self._render(next((i for i, e in enumerate(self.entries) if any(c is chip for c in e.chips)), 0))
 
     # ---- inside ----------------------------------------------------------------------------------
     def _submit(self) -> None:
@@ -189,7 +199,7 @@ class ChatView(QWidget):
         elif target.startswith("look:"):
             entry = self.entries[int(target[5:])]
             entry.open = not entry.open
-            self._render()
+            self._render(int(target[5:]))
 
     @staticmethod
     def _chips(i: int, e: _Entry) -> str:
@@ -206,27 +216,52 @@ class ChatView(QWidget):
                         f'<a href="chip:reject:{i}.{n}">✗ not this</a>')
         return '<p class="chips">Settings: ' + " &nbsp;│&nbsp; ".join(bits) + "</p>"
 
-    def _render(self) -> None:
-        parts = []
-        for i, e in enumerate(self.entries):
-            if e.role == "user":
-                parts.append(f'<div class="you"><p class="who">You</p><p>{plain(e.text)}</p></div>')
-                continue
-            if e.role == "notice":
-                parts.append(f'<p class="notice">{plain(e.text)}</p>')
-                continue
-            body, e.blocks = render(e.text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")
-            tag = {"streaming": " · writing …", "cancelled": " · stopped", "cut": " · cut off", "failed": " · no reply",
-                   "recall": " · from memory"}.get(e.status, "")
-            fold = ""
-            if e.looked_at:
-                arrow = "▾" if e.open else "▸"
-                fold = f'<p class="look"><a href="look:{i}">{arrow} What Kelvin looked at ({len(e.looked_at)})</a></p>'
-                if e.open:
-                    fold += '<ul class="looked">' + "".join(f"<li>{plain(x)}</li>" for x in e.looked_at) + "</ul>"
-            parts.append(f'<div class="kelvin"><p class="who">Kelvin{tag}</p>{body}{fold}{self._chips(i, e)}</div>')
+    def _html(self, i: int, e: _Entry) -> str:
+        if e.role == "user":
+            return f'<div class="you"><p class="who">You</p><p>{plain(e.text)}</p></div>'
+        if e.role == "notice":
+            return f'<p class="notice">{plain(e.text)}</p>'
+        body, e.blocks = render(e.text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")
+        tag = {"streaming": " · writing …", "cancelled": " · stopped", "cut": " · cut off", "failed": " · no reply",
+               "recall": " · from memory"}.get(e.status, "")
+        fold = ""
+        if e.looked_at:
+            arrow = "▾" if e.open else "▸"
+            fold = f'<p class="look"><a href="look:{i}">{arrow} What Kelvin looked at ({len(e.looked_at)})</a></p>'
+            if e.open:
+                fold += '<ul class="looked">' + "".join(f"<li>{plain(x)}</li>" for x in e.looked_at) + "</ul>"
+        return f'<div class="kelvin"><p class="who">Kelvin{tag}</p>{body}{fold}{self._chips(i, e)}</div>'
+
+    def _render(self, first: int = 0) -> None:
+        """Draw the entries from ``first`` to the end; those above it stay as they are."""
+        first = max(0, min(first, len(self._starts)))
         bar = self.transcript.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 4
-        self.transcript.setHtml("".join(parts))
+        cursor = QTextCursor(self.transcript.document())
+        if first == 0:
+            self.transcript.setHtml(self._html(0, self.entries[0]) if self.entries else "")
+            self._starts = [0] if self.entries else []
+            first = 1
+        elif first < len(self._starts):
+            cursor.setPosition(self._starts[first])
+            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+            del self._starts[first:]
+        for i in range(first, len(self.entries)):
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            self._starts.append(cursor.position())
+            cursor.insertFragment(self._fragment(self._html(i, self.entries[i])))
         if at_end:
             bar.setValue(bar.maximum())
+
+    def _fragment(self, html: str):
+        """An entry as a fragment that starts with a block break, so that its first paragraph keeps
+        its own format when it goes in after the entry above (``insertHtml`` would merge it)."""
+        self._scratch.setHtml("<p>-</p>" + html)
+        cursor = QTextCursor(self._scratch)
+        cursor.setPosition(1)  # after the "-": the break that starts the entry comes next
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        return cursor.selection()
+
+    def _index(self, entry: _Entry) -> int:
+        return next((i for i, e in enumerate(self.entries) if e is entry), 0)

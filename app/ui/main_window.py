@@ -4,6 +4,7 @@ logic of its own."""
 from __future__ import annotations
 
 import logging
+import sys
 import time
 
 from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
@@ -11,11 +12,10 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QStackedWidget, QTabBar, QToolButton,
                                QVBoxLayout, QWidget)
 
-from app.core.vram import process_key
-from app.services.gpu_guard import config_from
+from app.core.vram import process_key, renderer_names
 from app.ui.chat_view import ChatView
 from app.core.records import RecordError
-from app.memory.index import Filters
+from app.ui.brief_view import BriefView
 from app.ui.gpu_view import GpuView
 from app.ui.memory_view import MemoryView
 from app.ui.tray import Tray
@@ -43,6 +43,11 @@ def looked_at(result) -> list[str]:
               f"{' '.join(m.text.split())[:140]}" for m in result.recalled]
     lines += [f"Kept memory: {m.text}" for m in result.memories]
     return lines
+
+
+def _unexpected(exc: BaseException) -> None:
+    """A worker failed where no failure was expected: a bug, for the crash dialog (app.ui.crash)."""
+    sys.excepthook(type(exc), exc, exc.__traceback__)
 
 
 class MainWindow(QMainWindow):
@@ -76,12 +81,17 @@ class MainWindow(QMainWindow):
         self.on_top = QToolButton(objectName="ontop", text="On top", checkable=True)
         self.on_top.setToolTip("Keep Kelvin above other windows")
         self.on_top.toggled.connect(self._always_on_top)
+        self.setup_button = QToolButton(objectName="setupButton", text="Setup…")
+        self.setup_button.setToolTip("What Kelvin needs (Ollama, models, GPU, data folder), and the fix for "
+                                     "what is missing")
+        self.setup_button.clicked.connect(lambda: self.show_setup())  # not clicked(bool) into `check`
+        self.setup_panel = None  # app.ui.setup_panel.SetupPanel, made when first needed
         header = QHBoxLayout()
         header.setContentsMargins(8, 6, 8, 0)
         for w in (self.project_box, self.mode_box):
             header.addWidget(w)
         header.addStretch(1)
-        for w in (self.gpu_label, self.ollama_label, self.on_top):
+        for w in (self.gpu_label, self.ollama_label, self.setup_button, self.on_top):
             header.addWidget(w)
 
         self.banner = QLabel(objectName="banner", wordWrap=True)
@@ -101,13 +111,20 @@ class MainWindow(QMainWindow):
         self.memory.settings.history_wanted.connect(self._setting_history)
         self.memory.settings.set_requested.connect(self._set_setting)
         self.memory.settings.unset_requested.connect(self._unset_setting)
-        self.gpu = GpuView(frozenset(process_key(n) for n in config_from(settings).renderers))
+        self.gpu = GpuView(frozenset(process_key(n) for n in renderer_names(settings.renderer_processes)))
         self._add_view("GPU", self.gpu)
+        self.brief = BriefView()
+        self._add_view("Brief", self.brief)
+        self.brief.wanted.connect(self._load_brief)
+        self.brief.end_of_day.connect(self.end_of_day)
+        self.brief.cancel.connect(lambda: self._brief_cancel.set() if self._brief_cancel else None)
+        self._brief_cancel = None
         self.gpu.free_now.connect(self.free_vram)
         self.gpu.resume.connect(lambda: self.guard.resume() if self.guard else None)
         self.tray = Tray(self)
         self.tray.show_window.connect(self._raise)
         self.tray.free_now.connect(self.free_vram)
+        self.tray.end_of_day.connect(lambda: (self._raise(), self.end_of_day()))
         self.tray.quit.connect(self.quit)
         self.tray.keep_running.setChecked(self.state.value("close_to_tray", False, type=bool))
         self.tray.keep_running_changed.connect(lambda on: self.state.setValue("close_to_tray", on))
@@ -170,6 +187,8 @@ class MainWindow(QMainWindow):
         memory = self.services.memory
         values = dict(values)
         project = values.pop("project", None) or self.services.conversation.project
+        from app.memory.index import Filters  # here, not at the top: it loads pyarrow (after the first paint)
+
         filters = Filters(**values)
 
         def look(report):
@@ -279,8 +298,10 @@ class MainWindow(QMainWindow):
         for notice in services.memory.notices:
             self.chat.add("notice", notice)
         self.statusBar().showMessage(f"Ready · {services.memory.data_dir}", 5000)
+        self._greet()
         self._check_ollama()
         self._ollama_timer.start()
+        self._check_setup()
 
     def attach_guard(self, guard, problem: str = "") -> None:
         """The VRAM guard (None: no NVIDIA GPU, or switched off; ``problem`` says why)."""
@@ -318,6 +339,43 @@ class MainWindow(QMainWindow):
         self.chat.set_ready(False, "Kelvin could not start")
         self.chat.add("notice", f"Kelvin could not open its memory: {exc}")
         self.statusBar().showMessage(str(exc))
+        self.show_setup()  # where a data folder can be chosen
+
+    # ---- setup -----------------------------------------------------------------------------------
+    def _setup(self):
+        if self.setup_panel is None:
+            from app.ui.setup_panel import SetupPanel  # not at the top: it brings the ollama client
+
+            self.setup_panel = SetupPanel(self.settings, self.pools)
+            self.setup_panel.done.connect(self._close_setup)
+            self.setup_panel.settings_changed.connect(
+                lambda s: self.statusBar().showMessage(f"Saved; Kelvin uses {s.data_dir} after a restart", 8000))
+            self.views.addWidget(self.setup_panel)
+            self.tabs.currentChanged.connect(lambda _: self.tabs.show())  # Ctrl+1…4 leave the panel too
+        return self.setup_panel
+
+    def show_setup(self, check: bool = True) -> None:
+        """The setup panel in place of the views; Continue brings them back."""
+        panel = self._setup()
+        self.tabs.hide()
+        self.views.setCurrentWidget(panel)
+        if check:
+            panel.refresh()
+
+    def _close_setup(self) -> None:
+        self.tabs.show()
+        self.views.setCurrentIndex(self.tabs.currentIndex())
+
+    def _check_setup(self) -> None:
+        """At start, on a worker: Ollama down or the chat model missing brings up the setup panel."""
+        panel = self._setup()
+
+        def first_look(checks) -> None:
+            if panel.blocking():
+                self.show_setup(check=False)
+
+        panel.checked.connect(first_look, Qt.ConnectionType.SingleShotConnection)
+        panel.refresh()
 
     def _fill_projects(self) -> None:
         c = self.services.conversation
@@ -337,7 +395,7 @@ class MainWindow(QMainWindow):
         self._run(self.pools.model, lambda report: c.switch_project(name),
                   returned=lambda _: (self.setWindowTitle(f"Kelvin — {c.project}"),
                                       self.chat.add("notice", f"Project: {c.project}"),
-                                      self.memory.use_project(c.project)),
+                                      self.memory.use_project(c.project), self._greet()),
                   errored=lambda exc: (self.chat.add("notice", str(exc)), self._fill_projects()))
 
     def _set_mode(self, index: int) -> None:
@@ -359,6 +417,8 @@ class MainWindow(QMainWindow):
         def done(result) -> None:
             self.chat.finish(result.text, result.status, looked_at(result), result.error)
             self._find_chips(result, self.chat.entries[-1])
+            if result.greeting:
+                self.chat.add("notice", result.greeting)
             if result.status == "command":
                 self.mode_box.setCurrentIndex([k for k, _ in MODES].index(c.mode.value))
                 self._fill_projects()
@@ -369,6 +429,13 @@ class MainWindow(QMainWindow):
                                yielded=self.chat.append, returned=done,
                                errored=lambda exc: self.chat.finish("", "failed", [], str(exc)),
                                finished=self._turn_over)
+
+    def _greet(self) -> None:
+        """A new day in a project: say that Kelvin resumes from the brief, with the current settings."""
+        c = self.services.conversation
+        self._run(self.pools.memory, lambda report: c.greeting(),
+                  returned=lambda text: self.chat.add("notice", text) if text else None,
+                  errored=lambda exc: log.info("no greeting: %s", exc))
 
     def _find_chips(self, result, entry) -> None:
         """Once the turn is stored, the settings it stated become chips under the answer."""
@@ -420,10 +487,59 @@ class MainWindow(QMainWindow):
     def _run(self, pool, fn, *, yielded=None, returned=None, errored=None, finished=None) -> Worker:
         w = Worker(fn)
         for signal, slot in ((w.signals.yielded, yielded), (w.signals.returned, returned),
-                             (w.signals.errored, errored), (w.signals.finished, finished)):
+                             (w.signals.errored, errored or _unexpected), (w.signals.finished, finished)):
             if slot is not None:
                 signal.connect(slot)
         return self.pools.start(pool, w)
+
+    # ---- the brief --------------------------------------------------------------------------------
+    def _builder(self):
+        from app.services.brief import BriefBuilder
+
+        return BriefBuilder(self.services.conversation)
+
+    def _load_brief(self) -> None:
+        if self.services is None or self._brief_cancel is not None:
+            return
+        builder = self._builder()
+        self._run(self.pools.memory, lambda report: (builder.current(), builder.archive()),
+                  returned=lambda r: self.brief.show_brief(*r),
+                  errored=lambda exc: self.brief.status.setText(f"The brief could not be read: {exc}"))
+
+    def end_of_day(self) -> None:
+        """Write the master brief on the model's worker (one model call at a time), with progress."""
+        if self.services is None or self._brief_cancel is not None:
+            return
+        import threading
+
+        from app.services.brief import BriefCancelled
+
+        self._show_view(self.views.indexOf(self.brief))
+        builder, cancel = self._builder(), threading.Event()
+        self._brief_cancel = cancel
+        self.brief.running(True)
+        self.statusBar().showMessage("Writing the brief …")
+
+        def done(result) -> None:
+            self.brief.show_brief(result.text, builder.archive())
+            flagged = f"; numbers to check: {', '.join(result.flagged)}" if result.flagged else ""
+            self.brief.status.setText(f"Written from {result.messages} messages in {len(result.domains)} "
+                                      f"domain{'s' if len(result.domains) != 1 else ''}"
+                                      f"{flagged}. {result.path}")
+            self.notify("Brief ready", f"The master brief of {result.project} is written.")
+
+        def failed(exc) -> None:
+            said = str(exc) if isinstance(exc, (BriefCancelled, RecordError)) else f"The brief failed: {exc}"
+            self.brief.status.setText(said[:1].upper() + said[1:])
+
+        def over() -> None:
+            self._brief_cancel = None
+            self.brief.running(False)
+            self.statusBar().clearMessage()
+
+        self._run(self.pools.model, lambda report: builder.build(progress=lambda d, t, s: report((d, t, s)),
+                                                                 cancel=cancel),
+                  yielded=lambda p: self.brief.step(*p), returned=done, errored=failed, finished=over)
 
     # ---- status ----------------------------------------------------------------------------------
     def _check_ollama(self) -> None:
@@ -486,6 +602,8 @@ class MainWindow(QMainWindow):
         self.statusBar().clearMessage()  # and its timeout
         if self.services is not None:
             self.services.conversation.cancel()
+        if self._brief_cancel is not None:
+            self._brief_cancel.set()
         self.pools.wait()
         self.tray.hide()
         if self.services is not None:

@@ -8,7 +8,7 @@ line, Esc leaves it) and deleted with Delete; both can be undone (Ctrl+Z or the 
 the view keeps what was there and asks the window to put it back, through the journal."""
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta
+from datetime import datetime, time
 
 from PySide6.QtCore import QAbstractTableModel, QDate, QEvent, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -56,7 +56,11 @@ class MessagesModel(QAbstractTableModel):
 
     def fill(self, messages: dict) -> None:
         self.cache.update(messages)
-        rows = [i for i, mid in enumerate(self.ids) if mid in messages]
+        # the rows of the pages asked for, not a pass over every id (10-30 ms at 100k, on the UI thread)
+        rows = [i for page in self._asked for i in range(page * PAGE, min((page + 1) * PAGE, len(self.ids)))
+                if self.ids[i] in messages]
+        if len(rows) < len(messages):  # not (only) from a page asked for: an edit, or an older list
+            rows = [i for i, mid in enumerate(self.ids) if mid in messages]
         if rows:
             self.dataChanged.emit(self.index(min(rows), 0), self.index(max(rows), len(COLUMNS) - 1))
 

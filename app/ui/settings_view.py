@@ -146,7 +146,7 @@ class SettingsPanel(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.setEditTriggers(QTableView.EditTrigger.DoubleClicked | QTableView.EditTrigger.EditKeyPressed)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for col, width in enumerate((74, 150, 90, 116, 44)):
+        for col, width in enumerate((74, 150, 90, 128, 44)):
             self.table.setColumnWidth(col, width)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.selectionModel().currentRowChanged.connect(self._selected)
@@ -154,7 +154,7 @@ class SettingsPanel(QWidget):
         self.log.setModel(self.history)
         self.log.verticalHeader().hide()
         self.log.verticalHeader().setDefaultSectionSize(22)
-        for col, width in enumerate((116, 80, 70, 44)):
+        for col, width in enumerate((128, 80, 70, 44)):
             self.log.setColumnWidth(col, width)
         self.log.horizontalHeader().setStretchLastSection(True)
         self.title = QLabel("Select a setting to see its history", objectName="historyTitle")

@@ -28,6 +28,7 @@ def state_icon(state: str) -> QIcon:
 class Tray(QObject):
     show_window = Signal()
     free_now = Signal()
+    end_of_day = Signal()
     quit = Signal()
     keep_running_changed = Signal(bool)  # closing the window leaves Kelvin in the tray
 
@@ -37,7 +38,8 @@ class Tray(QObject):
         self.icon = QSystemTrayIcon(state_icon("off"), self)
         self.icon.setToolTip("Kelvin")
         menu = QMenu()
-        for text, signal in (("Show Kelvin", self.show_window), ("Free VRAM now", self.free_now), ("Quit", self.quit)):
+        for text, signal in (("Show Kelvin", self.show_window), ("Free VRAM now", self.free_now),
+                             ("End of day", self.end_of_day), ("Quit", self.quit)):
             action = QAction(text, menu)
             action.triggered.connect(signal)
             menu.addAction(action)

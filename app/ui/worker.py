@@ -8,7 +8,8 @@ UI thread by Qt's queued connections. ``abort()`` sets a flag the function may p
 (``worker.aborted``) — the services have their own cancel (``Conversation.cancel``).
 
 Kelvin keeps one single-thread pool per scarce resource (:class:`Pools`): the model (one inference
-at a time), the memory (searches and edits, in order), and a general one for start-up work.
+at a time), the memory (searches and edits, in order), downloads (a model pull takes minutes and
+must not hold up anything else), and a general one for start-up work.
 """
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ class Pools:
     def __init__(self):
         self.model = self._pool("model")
         self.memory = self._pool("memory")
+        self.download = self._pool("download")
         self.general = self._pool("general")
         self._running: set[Worker] = set()
         Pools.made.add(self)
@@ -93,4 +95,4 @@ class Pools:
     def wait(self, ms: int = 30_000) -> bool:
         for w in list(self._running):
             w.abort()
-        return all(p.waitForDone(ms) for p in (self.model, self.memory, self.general))
+        return all(p.waitForDone(ms) for p in (self.model, self.memory, self.download, self.general))

@@ -28,6 +28,16 @@ REPLY = ("You settled on a **GI clamp of 10** (it was 25 before). For the fog, k
          "*max samples* only if the shadows stay grainy:\n\n```text\nGI clamp      10\nMax samples   4000\n```")
 
 
+BRIEF_REPLIES = (
+    "### What worked\n- optimization: GI clamp 10 removed the fireflies in the leaves.\n### Tried and dropped\n"
+    "- optimization: GI clamp 25 left fireflies.\n### Open questions\n- fog: grain in the shadows?",
+    "## Where the project stands\nThe forest shot renders clean at **GI clamp 10**, 12 minutes a frame on the 4090. "
+    "The fog is next.\n## What worked\n- optimization: GI clamp 10 removed the fireflies.\n## Tried and dropped\n"
+    "- optimization: GI clamp 25 left fireflies in the leaves.\n## Open questions\n- optimization: raise max samples "
+    "if the fog's shadows stay grainy?",
+)
+
+
 def main(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     data = Path(tempfile.mkdtemp(prefix="kelvin-ui-session-"))
@@ -68,13 +78,43 @@ def main(out: Path) -> int:
             if window._turn is not None:
                 return QTimer.singleShot(100, wait_answer)
             window.chat._anchor(QUrl(f"look:{len(window.chat.entries) - 1}"))
+            QTimer.singleShot(1500, chat_done)  # the chips arrive once the turn is stored
+
+        def chat_done() -> None:
             shot("chat.png")
             window.tabs.setCurrentIndex(1)
             window.memory.search.setText("GI clamp")
             QTimer.singleShot(1500, memory_view)
 
         def memory_view() -> None:
+            # edit a memory in place, as the artist would (double-click, type, Enter)
+            model = window.memory.model
+            row = next((r for r in range(model.rowCount()) if "14 minutes" in (model.index(r, 4).data() or "")), 0)
+            model.setData(model.index(row, 4), SEED[2][1].replace("14 minutes", "12 minutes"))
+            QTimer.singleShot(1200, memory_shot)
+
+        def memory_shot() -> None:
             shot("memory.png")
+            window.memory.pages.setCurrentIndex(1)
+            QTimer.singleShot(800, settings_view)
+
+        def settings_view() -> None:
+            panel = window.memory.settings
+            if panel.current.rowCount():
+                panel.table.selectRow(0)
+            QTimer.singleShot(800, settings_shot)
+
+        def settings_shot() -> None:
+            shot("settings.png")
+            for reply in BRIEF_REPLIES:
+                srv.queue_reply(reply)
+            window.end_of_day()
+            QTimer.singleShot(400, wait_brief)
+
+        def wait_brief() -> None:
+            if window._brief_cancel is not None:
+                return QTimer.singleShot(200, wait_brief)
+            shot("brief.png")
             gpu_view()
 
         def gpu_view() -> None:
