@@ -10,12 +10,13 @@ import json
 import logging
 import os
 import re
-import tempfile
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import platformdirs
+
+from app.durable import write_atomically
 
 log = logging.getLogger("kelvin.settings")
 
@@ -219,15 +220,6 @@ def save_setting(name: str, value: object) -> Path:
             k: v for k, v in before.items() if k != name}:
         raise SettingsError(f"{path}: {name} could not be changed safely; set it by hand ({line})")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kelvin-", suffix=".toml")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(new_text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, new_text)
     log.info("%s: %s saved", path, name)
     return path

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from app.core.records import now_ms
+from app.durable import fsync_dir
 
 log = logging.getLogger("kelvin.journal")
 
@@ -258,11 +259,4 @@ class Journal:
         self._lock.release()
 
 
-def _fsync_dir(folder: Path) -> None:
-    if os.name == "nt":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+_fsync_dir = fsync_dir

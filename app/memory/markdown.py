@@ -10,13 +10,12 @@ format); edits, deletes and restores find a block wherever it lives, live or arc
 """
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from app.durable import write_atomically
 from app.core.records import Message
 from app.core.tagging import DOMAINS
 
@@ -271,13 +270,4 @@ def _block_ms(body: str) -> int | None:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text)

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,6 +28,7 @@ from app.core import brief as plan_
 from app.core.commands import Mode
 from app.core.parameters import format_value
 from app.core.records import Message, RecordError, now_ms
+from app.durable import append_durably, write_atomically
 from app.llm.errors import OllamaUnavailable
 from app.memory.index import Filters
 from app.services.settings_ledger import engine_label
@@ -82,38 +81,6 @@ def _iso(ts_ms: int) -> str:
 
 def _local_day(ts_ms: int) -> str:
     return datetime.fromtimestamp(ts_ms / 1000, timezone.utc).astimezone().date().isoformat()
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that a crash leaves either the old file or the new one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def append_durably(path: Path, text: str) -> None:
-    with open(path, "a", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _fsync_dir(folder: Path) -> None:
-    if os.name == "nt":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class BriefBuilder:
@@ -257,7 +224,7 @@ class BriefBuilder:
         brief live (and the archive one entry ahead), never half a file."""
         folder = result.path.parent
         append_durably(result.archive, plan_.archive_entry(result.text, _iso(result.written_ms).replace("T", " ")))
-        write_atomically(result.path, result.text)
+        write_atomically(result.path, result.text, sync_dir=True)
         st = self.state(result.project)
         old_memory = st.get("memory_id")
         mem, fut = self.memory.remember(self._memory_text(result), "brief", project=result.project)
