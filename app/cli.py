@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="folder holding all projects (default: see README)")
     p.add_argument("--project", help="project to work in (default: setting 'project')")
     p.add_argument("-v", "--verbose", action="store_true", help="say more about what happens")
+    p.add_argument("--self-test", action="store_true", help="check that every part of Kelvin loads and works "
+                   "(headless; touches none of your data), print a report, exit 0 if all is well")
     sub = p.add_subparsers(dest="command")
 
     ch = sub.add_parser("chat", help="talk to Kelvin in the terminal (streamed; /help inside for commands)")
@@ -458,6 +460,10 @@ def main(argv: list[str] | None = None) -> int:
     service = None
     try:
         settings = settings_mod.load({"data_dir": args.data_dir, "project": args.project})
+        if args.self_test:
+            from app import self_test
+
+            return self_test.main(settings)
         if args.command == "info":
             return _welcome(settings)
         if args.command is None and not has_display():

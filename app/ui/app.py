@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from PySide6.QtCore import QSettings, QTimer
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from app.ui import first_paint, markdown
@@ -81,15 +82,21 @@ def stylesheet() -> str:
     return resources.files("app.resources").joinpath("kelvin.qss").read_text(encoding="utf-8")
 
 
+def app_icon() -> QIcon:
+    """Kelvin's icon (resources/icons/kelvin.svg): the window, the taskbar and the installers'."""
+    with resources.as_file(resources.files("app.resources").joinpath("icons", "kelvin.svg")) as path:
+        return QIcon(str(path))
+
+
 def window_state() -> QSettings:
     from app.settings import config_dir
 
     return QSettings(str(config_dir() / "window.ini"), QSettings.Format.IniFormat)
 
 
-def open_window(settings, app: QApplication) -> MainWindow:
+def open_window(settings, app: QApplication, state: QSettings | None = None) -> MainWindow:
     app.setStyleSheet(stylesheet())
-    window = MainWindow(settings, window_state())
+    window = MainWindow(settings, state if state is not None else window_state())
     window.show()
     worker = Worker(lambda report: start_services(settings))
     worker.signals.returned.connect(window.attach)
@@ -112,6 +119,8 @@ def main(settings) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Kelvin")
     app.setOrganizationName("Kelvin")
+    app.setDesktopFileName("kelvin")  # Wayland/X11: matches kelvin.desktop, so the dock shows Kelvin's icon
+    app.setWindowIcon(app_icon())
     app_log = setup_logging(settings)  # <data>/logs/kelvin.log
     route_qt_messages()
     crashes = install_excepthooks(app_log)  # any thread's uncaught exception: logged, and a dialog says so
