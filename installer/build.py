@@ -27,9 +27,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALLER = ROOT / "installer"
-BUILD, DIST = ROOT / "build", ROOT / "dist"
-BUNDLE = DIST / "Kelvin"
 WINDOWS = sys.platform == "win32"
+BUILD, DIST = ROOT / "build", ROOT / "dist"  # --out DIR moves both (DIR/build, DIR/dist)
+BUNDLE = DIST / "Kelvin"
+
+
+def place(out: Path) -> None:
+    global BUILD, DIST, BUNDLE
+    BUILD, DIST = out / "build", out / "dist"
+    BUNDLE = DIST / "Kelvin"
 
 
 def version() -> str:
@@ -45,9 +51,9 @@ def say(text: str) -> None:
     print(f"build: {text}", file=sys.stderr, flush=True)
 
 
-def stage() -> Path:
+def stage(target: Path | None = None) -> Path:
     """Kelvin's sources as ``pip install`` lays them out: resources/ becomes the package app.resources."""
-    target = BUILD / "stage"
+    target = target or BUILD / "stage"
     shutil.rmtree(target, ignore_errors=True)
     skip = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "app", target / "app", ignore=skip)
@@ -81,7 +87,7 @@ def pyinstaller(clean: bool) -> None:
            "--distpath", str(DIST), "--workpath", str(BUILD / "pyinstaller")]
     if clean:
         cmd.append("--clean")
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "KELVIN_BUILD_DIR": str(BUILD)}  # read by the spec
     subprocess.run(cmd, check=True, cwd=ROOT, env=env)
 
 
@@ -149,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--installer", action="store_true", help="Windows: wrap the bundle in an Inno Setup installer")
     ap.add_argument("--self-test", action="store_true", help="run the built bundle's --self-test")
     ap.add_argument("--clean", action="store_true", help="let PyInstaller start from an empty cache")
+    ap.add_argument("--out", type=Path, default=ROOT, help="put build/ and dist/ in this folder (default: the checkout)")
     args = ap.parse_args(argv)
+    place(args.out.resolve())
     if args.tarball and WINDOWS:
         ap.error("--tarball is for Linux; on Windows use --installer")
     if args.installer and not WINDOWS:
@@ -157,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     v = version()
     summary: dict = {"version": v, "platform": f"{platform.system()} {arch()}", "python": platform.python_version()}
     t0 = time.perf_counter()
-    BUILD.mkdir(exist_ok=True)
+    BUILD.mkdir(parents=True, exist_ok=True)
     say(f"staging Kelvin {v} …")
     stage()
     sys.path.insert(0, str(INSTALLER))
