@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -107,8 +108,26 @@ def arch() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
 
 
-def tarball(v: str, icons: dict[str, Path]) -> Path:
-    """dist/kelvin-<v>-linux-<arch>.tar.gz: the bundle, the menu entry, the icons, install.sh."""
+def glibc_needed(bundle: Path) -> str:
+    """The newest glibc symbol version any binary in the bundle asks for ("2.36"): the oldest Linux
+    the bundle runs on. Read from the ELF files' version strings, so no binutils are needed."""
+    newest = (0, 0)
+    pattern = re.compile(rb"GLIBC_(\d+)\.(\d+)")
+    for path in bundle.rglob("*"):
+        if not path.is_file() or path.is_symlink():
+            continue
+        with path.open("rb") as f:
+            if f.read(4) != b"\x7fELF":
+                continue
+            data = f.read()
+        for m in pattern.finditer(data):
+            newest = max(newest, (int(m.group(1)), int(m.group(2))))
+    return f"{newest[0]}.{newest[1]}"
+
+
+def tarball(v: str, icons: dict[str, Path], glibc: str) -> Path:
+    """dist/kelvin-<v>-linux-<arch>.tar.gz: the bundle, the menu entry, the icons, install.sh, and
+    requires-glibc (the oldest glibc it runs on, checked by install.sh before it copies anything)."""
     name = f"kelvin-{v}-linux-{arch()}"
     out = DIST / f"{name}.tar.gz"
     linux = INSTALLER / "linux"
@@ -120,6 +139,9 @@ def tarball(v: str, icons: dict[str, Path]) -> Path:
 
     with tarfile.open(out, "w:gz", compresslevel=6) as tar:
         tar.add(BUNDLE, arcname=f"{name}/Kelvin", filter=mode)
+        requires = BUILD / "requires-glibc"
+        requires.write_text(glibc + "\n", encoding="utf-8")
+        tar.add(requires, arcname=f"{name}/requires-glibc", filter=mode)
         for src, arc in ((linux / "install.sh", "install.sh"), (linux / "kelvin.desktop", "kelvin.desktop"),
                          (linux / "README.txt", "README.txt"), (icons["png"], "kelvin.png"), (icons["svg"], "kelvin.svg")):
             tar.add(src, arcname=f"{name}/{arc}", filter=mode)
@@ -180,8 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     size, files = folder_size(BUNDLE)
     summary["bundle"] = {"path": str(BUNDLE), "bytes": size, "files": files}
     say(f"bundle: {BUNDLE} ({size / 2**20:.0f} MiB in {files} files, {summary['build_s']:.0f} s)")
+    if not WINDOWS and sys.platform != "darwin":
+        summary["requires_glibc"] = glibc_needed(BUNDLE)
+        say(f"runs on Linux with glibc {summary['requires_glibc']} or newer (the build machine's libraries set this)")
     if args.tarball:
-        out = tarball(v, icons)
+        out = tarball(v, icons, summary["requires_glibc"])
         summary["tarball"] = {"path": str(out), "bytes": out.stat().st_size}
         say(f"tarball: {out} ({out.stat().st_size / 2**20:.0f} MiB)")
     if args.installer:

@@ -61,13 +61,22 @@ def test_the_tarball_installs_runs_upgrades_and_uninstalls(built, tmp_path):
         names = tar.getnames()
         tar.extractall(tmp_path / "unpacked", filter="tar")
     top = f"kelvin-{summary['version']}-linux-x86_64"
-    for name in ("install.sh", "kelvin.desktop", "kelvin.png", "kelvin.svg", "README.txt", "Kelvin/kelvin",
+    for name in ("install.sh", "requires-glibc", "kelvin.desktop", "kelvin.png", "kelvin.svg", "README.txt", "Kelvin/kelvin",
                  "Kelvin/_internal/app/resources/taxonomy.toml", "Kelvin/_internal/app/resources/icons/kelvin.svg"):
         assert f"{top}/{name}" in names
     assert not [n for n in names if "/torch/" in n or "/sentence_transformers/" in n or "/translations/" in n]
     package = tmp_path / "unpacked" / top
     home = tmp_path / "home"
     home.mkdir()
+
+    # a system older than the one the bundle was built for is told so before anything is copied
+    needed = (package / "requires-glibc").read_text().strip()
+    assert needed == summary["requires_glibc"] and tuple(map(int, needed.split("."))) >= (2, 17)
+    (package / "requires-glibc").write_text("9.99\n")
+    old = run(["sh", package / "install.sh"], home)
+    assert old.returncode == 1 and "built for glibc 9.99 or newer and this system has 2." in old.stderr
+    assert "Nothing was installed" in old.stderr and not (home / ".local").exists()
+    (package / "requires-glibc").write_text(needed + "\n")
 
     # install: the self-test runs from the installed copy and passes
     first = run(["sh", package / "install.sh"], home)

@@ -263,6 +263,13 @@ def test_a_value_turned_down_in_passing_and_the_one_that_replaces_it(ex):
     assert got[2] == [("octane", "gi_clamp", 3, "", REJECTED), ("octane", "gi_clamp", 6, "", APPLIED)]
 
 
+def test_a_problem_the_value_got_rid_of_does_not_turn_it_down(ex):
+    assert said(ex, "Set GI clamp to 10 in Octane, the fireflies are gone.") == [[("octane", "gi_clamp", 10, "", APPLIED)]]
+    assert said(ex, "Octane clamp 4, no more fireflies") == [[("octane", "gi_clamp", 4, "", APPLIED)]]
+    assert said(ex, "Octane clamp 4 because of fireflies") == [[("octane", "gi_clamp", 4, "", APPLIED)]]
+    assert said(ex, "Octane clamp 40, fireflies everywhere") == [[("octane", "gi_clamp", 40, "", REJECTED)]]
+
+
 def test_lists_apertures_and_sizes_the_way_artists_type_them(ex):
     assert said(ex, "Redshift: 512 samples, 3 gi bounces") == [[
         ("redshift", "unified_samples_max", 512, "", APPLIED), ("redshift", "gi_bounces", 3, "", APPLIED)]]

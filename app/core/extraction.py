@@ -753,6 +753,9 @@ _AFTER_CUE_OK = {"stays", "stay", "staying", "keep", "keeping", "went", "go", "t
 _DOWN_WORDS = {"worse", "flicker", "flickers", "flickered", "flickering", "dirty", "flat", "dull", "blotchy", "noisy",
                "grainy", "muddy", "harsh", "killed", "kills", "ruined", "broke", "useless", "overkill", "barely",
                "heavy", "ugly", "wrong", "bad", "slower", "crashed", "crashes", "banding", "fireflies"}
+_CLEARING_BEFORE = {"no", "without", "fewer", "less", "zero", "fixed", "fixes", "removed", "removes", "cleared",
+                    "clears", "of", "tame", "tames", "tamed"}  # "because of fireflies", "no more banding"
+_CLEARED_AFTER = {"gone", "disappeared", "vanished", "fixed", "solved", "cleared", "away", "resolved"}
 _DOWN_PHRASES = ("no way", "no good", "no visible", "no difference", "didn't help", "did not help", "didn't work",
                  "went orange", "not enough", "not good", "not better", "did nothing", "no luck", "undoes")
 _TOO_WHAT = {"soft", "dark", "dim", "flat", "slow", "noisy", "orange", "blue", "bright", "sharp", "strong", "weak",
@@ -785,13 +788,22 @@ def _span(toks: list[str], i: int, width: int = 0) -> list[str]:
     return span
 
 
+def _cleared(span: list[str], j: int) -> bool:
+    """The problem named at span[j] is what the value got rid of: "the fireflies are gone", "no more
+    banding", "fixed the flicker", "because of fireflies"."""
+    before, after = span[max(0, j - 2):j], span[j + 1:j + 4]
+    return bool(_CLEARING_BEFORE & set(before)) or bool(_CLEARED_AFTER & set(after))
+
+
 def _turned_down(toks: list[str], i: int) -> bool:
     """The words after the value at toks[i], up to the next number, turn it down."""
     span = _span(toks, i, 6)
     if not span:
         return False
     text = " " + " ".join(span) + " "
-    if any(w in _DOWN_WORDS for w in span) or any(f" {p} " in text for p in _DOWN_PHRASES):
+    if any(w in _DOWN_WORDS and not _cleared(span, j) for j, w in enumerate(span)):
+        return True
+    if any(f" {p} " in text for p in _DOWN_PHRASES):
         return True
     return any(a == "too" and b in _TOO_WHAT for a, b in zip(span, span[1:]))
 

@@ -63,8 +63,23 @@ desktop_exec() {
   printf '"%s"' "$(printf '%s' "$1" | sed 's/[\\"`$]/\\\\&/g')"
 }
 
+version_at_least() {  # version_at_least HAVE NEED: HAVE >= NEED, both "major.minor"
+  [ "$(printf '%s\n%s\n' "$2" "$1" | sort -t. -k1,1n -k2,2n | head -n1)" = "$2" ]
+}
+
+check_glibc() {  # the bundle carries its libraries but uses the system's C library: too old a one cannot load it
+  [ -f "$here/requires-glibc" ] || return 0
+  need=$(tr -d ' \n' < "$here/requires-glibc")
+  have=$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc //p')
+  [ -n "$have" ] || { say "could not tell this system's glibc version; Kelvin needs $need or newer"; return 0; }
+  version_at_least "$have" "$need" || die "this Kelvin was built for glibc $need or newer and this system has $have \
+(e.g. Ubuntu 22.04 has 2.35, Rocky/Alma 9 2.34). Nothing was installed. Build Kelvin on this system instead: \
+see 'Building the installers' in Kelvin's README."
+}
+
 install_kelvin() {
   is_kelvin_bundle "$here/Kelvin" || die "no Kelvin bundle next to this script ($here/Kelvin); unpack the whole tarball"
+  check_glibc
   if [ -e "$prefix" ] && ! is_kelvin_bundle "$prefix"; then
     die "$prefix exists and is not a Kelvin installation; choose another --prefix"
   fi
