@@ -71,8 +71,10 @@ def main() -> None:
     exe = args.bundle / ("kelvin-cli.exe" if sys.platform == "win32" else "kelvin")
     if not exe.is_file():
         sys.exit(f"bench: no bundle at {args.bundle}; run python installer/build.py --tarball (or pass --build)")
-    size, files = c.folder_bytes(args.bundle), sum(1 for p in args.bundle.rglob("*") if p.is_file())
-    doc["bundle"] = {"path": str(args.bundle), "mib": round(size / 2**20, 1), "files": files, "by_part_mib": breakdown(args.bundle)}
+    real = [p for p in args.bundle.rglob("*") if p.is_file() and not p.is_symlink()]  # links point inside it
+    size = sum(p.stat().st_size for p in real)
+    doc["bundle"] = {"path": str(args.bundle), "mib": round(size / 2**20, 1), "files": len(real),
+                     "by_part_mib": breakdown(args.bundle)}
     tarballs = sorted((args.bundle.parent).glob("kelvin-*-linux-*.tar.gz"))
     if tarballs:
         doc["tarball"] = {"path": str(tarballs[-1]), "mib": round(tarballs[-1].stat().st_size / 2**20, 1)}
