@@ -83,9 +83,9 @@ def stylesheet() -> str:
 
 
 def app_icon() -> QIcon:
-    """Kelvin's icon (resources/icons/kelvin.svg): the window, the taskbar and the installers'."""
-    with resources.as_file(resources.files("app.resources").joinpath("icons", "kelvin.svg")) as path:
-        return QIcon(str(path))
+    """Kelvin's icon (resources/icons/kelvin.svg): the window, the taskbar and the installers'. The
+    resources are plain files both installed and bundled, and QIcon reads an SVG lazily by path."""
+    return QIcon(str(resources.files("app.resources").joinpath("icons", "kelvin.svg")))
 
 
 def window_state() -> QSettings:
