@@ -180,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT, help="put build/ and dist/ in this folder (default: the checkout)")
     args = ap.parse_args(argv)
     place(args.out.resolve())
-    if args.tarball and WINDOWS:
-        ap.error("--tarball is for Linux; on Windows use --installer")
+    if args.tarball and not sys.platform.startswith("linux"):
+        ap.error("--tarball is for Linux (on Windows use --installer)")
     if args.installer and not WINDOWS:
         ap.error("--installer needs Windows and Inno Setup; on Linux use --tarball")
     v = version()
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     size, files = folder_size(BUNDLE)
     summary["bundle"] = {"path": str(BUNDLE), "bytes": size, "files": files}
     say(f"bundle: {BUNDLE} ({size / 2**20:.0f} MiB in {files} files, {summary['build_s']:.0f} s)")
-    if not WINDOWS and sys.platform != "darwin":
+    if sys.platform.startswith("linux"):
         summary["requires_glibc"] = glibc_needed(BUNDLE)
         say(f"runs on Linux with glibc {summary['requires_glibc']} or newer (the build machine's libraries set this)")
     if args.tarball:
