@@ -84,7 +84,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="kelvin-bench-bundle-"))
     try:
         env = ui_startup.environment(folder)
-        for name, argv in launchers.items():  # warm the file cache
+        for argv in launchers.values():  # warm the file cache
             ui_startup.launch(argv, env)
         runs: dict[str, list[dict]] = {name: [] for name in launchers}
         for i in range(args.runs):

@@ -34,8 +34,9 @@ def check_window(settings, scratch: Path) -> tuple[str, str]:
     from app.ui.app import app_icon, open_window
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setWindowIcon(app_icon())
-    if app_icon().isNull():
+    icon = app_icon()
+    app.setWindowIcon(icon)
+    if icon.isNull():
         return "FAIL", "the window icon (icons/kelvin.svg) did not load: Qt's SVG support is missing"
     qt_said: list[str] = []  # Qt's own chatter (offscreen has no window manager) is not the report's
     previous = qInstallMessageHandler(lambda kind, context, message: qt_said.append(message))
