@@ -277,3 +277,49 @@ def test_lists_apertures_and_sizes_the_way_artists_type_them(ex):
         ("", "focal_length", 35, "mm", APPLIED), ("", "f_stop", 8, "", APPLIED),
         ("", "resolution", "2048x858", "px", APPLIED)])
     assert said(ex, "Octane render on 2x 3090, shot 060 at frame 45") == [[]]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """The extractor on the taxonomy Kelvin ships (these rules lean on its data: claims, units)."""
+    from app.services.memory import load_extractor, load_taxonomy
+    return load_extractor(load_taxonomy())
+
+
+def test_a_min_named_after_a_value_is_not_minutes(shipped):
+    assert said(shipped, "V-Ray in Max. Max subdivs is 24, min subdivs 1, noise threshold 0.01") == [[
+        ("vray", "max_subdivs", 24, "", APPLIED), ("vray", "min_subdivs", 1, "", APPLIED),
+        ("vray", "noise_threshold", 0.01, "", APPLIED)]]
+    assert said(shipped, "Octane, the frame took 24 min at 800 samples")[0] == [("octane", "max_samples", 800, "", APPLIED)]
+
+
+def test_values_that_say_what_they_are_without_a_name(shipped):
+    assert said(shipped, "Karma. The plate was shot at ISO 800 and 1/50, I matched the CG camera") == [[
+        ("", "iso", 800, "", APPLIED), ("", "shutter_speed", "1/50", "s", APPLIED)]]
+    assert said(shipped, "Good point, 1/48 it is.") == [[("", "shutter_speed", "1/48", "s", APPLIED)]]
+    assert said(shipped, "Cycles preview, render at 1/2 res for now") == [[]]
+    assert said(shipped, "I set the lamps to 2700K") == [[("", "light_temperature", 2700, "K", APPLIED)]]
+    assert said(shipped, "the new white balance setting in colour management is at 5000K") == [[
+        ("", "white_balance", 5000, "K", APPLIED)]]
+    got = said(shipped, "So the white balance is back to 5200K and I set the key to 4500K.")[0]
+    assert ("", "white_balance", 5200, "K", APPLIED) in got and ("", "light_temperature", 4500, "K", APPLIED) in got
+    assert said(shipped, "Cycles, a character with 8k textures, 11gb of VRAM on a 12gb card") == [[
+        ("", "texture_resolution", "8k", "", APPLIED)]]
+    assert said(shipped, "The cushion textures are 4k") == [[("", "texture_resolution", "4k", "", APPLIED)]]
+
+
+def test_gi_engines_said_without_their_name(shipped):
+    assert said(shipped, "V-Ray. GI is irradiance map + light cache, because that's what the old scene used.") == [[
+        ("vray", "gi_primary_engine", "irradiance_map", "", APPLIED),
+        ("vray", "gi_secondary_engine", "light_cache", "", APPLIED)]]
+    assert sorted(said(shipped, "vray 6. gi bf / lc, lc subdivs 1500")[0]) == sorted([
+        ("vray", "gi_primary_engine", "brute_force", "", APPLIED),
+        ("vray", "gi_secondary_engine", "light_cache", "", APPLIED),
+        ("vray", "light_cache_subdivs", 1500, "", APPLIED)])
+    assert said(shipped, "Redshift portrait", "nah, irradiance cache blotches on skin, I'm keeping brute force.")[1] \
+        == [("redshift", "primary_gi_engine", "brute_force", "", APPLIED)]
+    # a value two GI engines share needs a plain cue; the model's "with brute force on both" proposes neither
+    assert said(shipped, "Redshift interior", ("assistant", "With brute force on both, 2-3 GI bounces is fine."))[1] \
+        == [("redshift", "gi_bounces", (2, 3), "", PROPOSED)]
+    got = said(shipped, "Cycles: we went with OIDN, OptiX flickered")[0]
+    assert ("", "denoiser", "oidn", "", APPLIED) in got and ("", "denoiser", "optix", "", APPLIED) not in got

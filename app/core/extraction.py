@@ -65,7 +65,12 @@ _BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with"
                     "picked", "staying at", "staying", "sticking with", "stay at", "bumped to", "dropped to", "lowered to", "raised to", "upped to", "increased to",
                     "reduced to", "bumped it", "keeping", "keep", "stays at", "stay at", "stays", "leave it at", "left it",
                     "left it at", "leaving it at", "leaving at", "leaving it")
-_ENUM_CUES = ("keeping", "keep", "staying on", "staying", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
+_SHARED_ENUM_CUES = ("gi", "gi is", "gi on", "is now", "now", "keeping", "keep", "staying on", "stick with",
+                     "sticking with", "went with", "go with", "going with", "using", "switched to", "switch to",
+                     "switching to", "changed to", "moved to", "settled on", "primary", "primary is", "secondary",
+                     "secondary is", "set to", "set it to")
+_ENUM_AFTER = (("it", "is"), ("is", "on"), ("is", "enabled"), ("on", "it"), ("is", "in"), ("now",))
+_ENUM_CUES = (":", "gi", "gi is", "is now", "now", "keeping", "keep", "staying on", "staying", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
               "chose", "picked", "settled on", "enable", "enabled", "to")
 _BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to", "raised it to", "lowered it to", "bumped it to",
@@ -220,6 +225,9 @@ class Extractor:
             taken = set(used)
             got = self._value(spec, toks, start, end, used, starts)
             if got is None:
+                bare = self.cat.bare_value(toks, start, engine_ctx)
+                if bare is not None and bare[2] == end - start:  # "bf / lc": a GI engine, not "lc subdivs"
+                    used.difference_update(range(start, end))
                 continue
             value, unit, restore = got
             at = min(used - taken) if used - taken else start
@@ -291,7 +299,7 @@ class Extractor:
                 if hit:
                     used.update(range(i, i + hit[1]))
                     return hit[0], "", self._restore_before(toks, i)
-                if toks[i] not in _JOIN:
+                if toks[i] not in _JOIN and toks[i] != "back":  # "secondary back to light cache"
                     break
             for i in range(max(0, start - 4), start):  # "brute force for primary gi", "the pt kernel"
                 hit = self.cat.enum_value(spec, toks[:start], i)
@@ -319,7 +327,7 @@ class Extractor:
             if i in used:
                 break
             tok = toks[i]
-            got = self._read(spec, toks, i, used)
+            got = self._read(spec, toks, i, used, name_at=i + 1 if i + 1 in starts else -1)  # "24, min subdivs 1"
             if got is not None and i + got[2] in starts and i == end and start > 0 and start - 1 not in used:
                 before = self._read(spec, toks, start - 1, used, name_at=start)
                 if before is not None and before[2] == 1:  # "64 pixel samples, 4 diffuse limit": 4 is the limit's
@@ -348,6 +356,11 @@ class Extractor:
         for i in range(start - 1, max(-1, start - 4), -1):  # "1024 samples", "a 35mm lens", "16 gi bounces"
             if i in used:
                 break
+            if i >= 2 and toks[i - 1] in ("-", "–") and i - 2 not in used:  # "2-3 gi bounces"
+                got = self._read(spec, toks, i - 2, used, name_at=start)
+                if got is not None and i - 2 + got[2] == i + 1:
+                    used.update(range(i - 2, i + 1))
+                    return got[0], got[1], False
             got = self._read(spec, toks, i, used, name_at=start)
             if got is not None and i + got[2] <= start:
                 used.update(range(i, i + got[2]))
@@ -399,6 +412,8 @@ class Extractor:
             return (res, spec.unit, 1) if res else None
         if spec.kind == "text":
             if re.fullmatch(r"\d{1,2}:\d{2}(?::\d{2})?", tok):  # a time limit: 8:00:00
+                return tok, spec.unit, 1
+            if "k" in spec.units and re.fullmatch(r"(?:1|2|4|6|8|16|32)k", tok):  # texture sizes: "4k", "8k"
                 return tok, spec.unit, 1
             if re.fullmatch(r"1/\d+", tok) or P.parse_number(tok):
                 unit = spec.unit
@@ -503,36 +518,41 @@ class Extractor:
                         out.append(_mention(sib, got[0], got[1], status))
         return out
 
-    def _unique_enum(self, toks: list[str], i: int):
-        """An enum value that belongs to one parameter only ("optix", "oidn"): (spec, value, width)."""
-        for size in (3, 2, 1):
-            words = tuple(toks[i:i + size])
-            hit = self.cat.unique_values.get(words)
-            if hit is not None and len(words) == size:
-                return hit[0], hit[1], size
-        return None
 
     def _self_describing(self, toks: list[str], used: set[int], status: str, engine: str = "") -> list[Mention]:
         """Values that say what they are without a name: "f/2.8" (an aperture), "1920x1080" (a resolution)."""
         out = []
+        balance = ("balance" in toks or "wb" in toks) and not any(  # a kelvin value there is the white balance,
+            i in used and (P.parse_number(t) or P.Number(0, "", True)).unit == "k" for i, t in enumerate(toks))  # once
+        enum_end, enum_spec = -1, None  # the last enum value read: "irradiance map + light cache", "bf / lc"
         for i, tok in enumerate(toks):
             if i in used:
                 continue
-            enum = self._unique_enum(toks, i)
+            enum = self.cat.bare_value(toks, i, engine)
             if enum is not None:
-                spec, value, width = enum
+                spec, value, width, shared = enum
                 j = i
                 while j > 0 and toks[j - 1] in ("the", "a", "an"):
                     j -= 1
                 before = " " + " ".join(toks[max(0, j - 3):j])  # the cue must end right before the value
                 after = tuple(toks[i + width:i + width + 2])
-                if (any(before.endswith(f" {c}") for c in _ENUM_CUES) or after in (("it", "is"),)
-                        or after[:1] in (("it's",), ("on",)) or (i == 0 and len(toks) <= width + 2)) \
-                        and spec.engine in (ANY, engine):
+                chained = enum_end >= 0 and all(t in ("and", "plus", "with", "for", "secondary") for t in toks[enum_end:i]) \
+                    and spec != enum_spec  # "irradiance map + light cache", never "OIDN, OptiX"
+                chained = chained or toks[j - 1:j] == ["and"] and _has(" " + " ".join(toks[:j]) + " ", _SETTING_VERBS)
+                back = status != PROPOSED and any(before.endswith(f" {r}") for r in _RESTORE)
+                cued = any(before.endswith(f" {c}") for c in (_SHARED_ENUM_CUES if shared else _ENUM_CUES))
+                if shared:  # a value two parameters share needs a plain cue: "GI is bf + lc", "keeping brute force"
+                    said = chained or cued or back
+                else:
+                    said = chained or cued or after in _ENUM_AFTER or after[:1] in (("it's",), ("on",)) \
+                        or (i == 0 and len(toks) <= width + 2)
+                if said:
                     used.update(range(i, i + width))
+                    enum_end, enum_spec = i + width, spec
                     kept = any(before.endswith(f" {c}") for c in ("keeping", "keep", "staying on", "stick with",
                                                                   "sticking with"))
-                    out.append(_mention(spec, value, "", APPLIED if kept and status == REJECTED else status))
+                    st = APPLIED if (kept or back) and status == REJECTED else status
+                    out.append(replace(_mention(spec, value, "", st), restore=back))
                     continue
             named_res = _NAMED_RESOLUTIONS.get((tok, toks[i + 1] if i + 1 < len(toks) else "")) \
                 or _NAMED_RESOLUTIONS.get((tok, ""))
@@ -545,13 +565,20 @@ class Extractor:
             nxt = toks[i + 1] if i + 1 < len(toks) else ""
             unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm") else "")
             key = ("f_stop" if tok.startswith("f/") else "resolution" if P.resolution(tok)
+                   else "shutter_speed" if _SHUTTER.fullmatch(tok) and nxt not in _NOT_SHUTTER
+                   and (i == 0 or toks[i - 1] not in ("the", "of"))
+                   else ("white_balance" if balance else "light_temperature") if unit == "k"
                    else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate"}.get(unit))
             spec = self.cat.specs.get((ANY, key)) if key else None
             got = self._read(spec, toks, i, used) if spec else None
             if got is not None:
                 used.add(i)
                 said_no = status == APPLIED and i > 0 and toks[i - 1] in ("no", "not")  # "so no f/4"
-                out.append(_mention(spec, got[0], got[1], REJECTED if said_no else status))
+                st = REJECTED if said_no else status
+                if st == REJECTED and not said_no and not _cue_after(toks, i, _REJECT_VALUE_CUES) \
+                        and not _turned_down(toks, i) and _has(" " + " ".join(toks[max(0, i - 5):i]) + " ", _SETTING_VERBS):
+                    st = APPLIED  # "the white balance is back to 5200K and I set the key to 4500K"
+                out.append(_mention(spec, got[0], got[1], st))
         return out
 
     @staticmethod
@@ -762,6 +789,9 @@ _TOO_WHAT = {"soft", "dark", "dim", "flat", "slow", "noisy", "orange", "blue", "
              "low", "high", "blurry", "few", "little", "heavy", "expensive", "long", "warm", "cool", "cold", "hot",
              "contrasty", "saturated", "washed", "harsh", "grainy", "blotchy", "hard", "subtle", "big", "small",
              "wide", "tight", "shallow", "deep", "much", "muddy", "clean", "plastic", "cg", "smooth", "dull"}
+_SHUTTER = re.compile(r"1/(?:[2-9]|[1-9]\d{1,3})")  # 1/48, 1/125, 1/2000: a shutter speed said alone
+_NOT_SHUTTER = {"res", "resolution", "size", "scale", "of", "speed", "frame", "frames", "the", "a", "second", "sec",
+                "step", "stop", "stops", "inch", "px"}
 _GPU_MODEL = re.compile(r"^[1-9]\d{2}0$")  # 3090, 4080, 1060: graphics cards, not values
 
 

@@ -32,6 +32,7 @@ class ParamSpec:
     values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # enum value → how it is said
     min: float | None = None
     max: float | None = None
+    claims: tuple[str, ...] = ()  # enum values that, said alone, mean this parameter (shared ones)
 
     @property
     def ident(self) -> tuple[str, str]:
@@ -64,6 +65,7 @@ def specs_from_dict(data: dict) -> list[ParamSpec]:
                             for v, says in values.items()},
                     min=float(spec["min"]) if isinstance(spec.get("min"), (int, float)) else None,
                     max=float(spec["max"]) if isinstance(spec.get("max"), (int, float)) else None,
+                    claims=tuple(str(v).lower() for v in spec.get("claims", ()) if isinstance(v, str)),
                 ))
             except (TypeError, ValueError, AttributeError):
                 continue
@@ -221,6 +223,9 @@ def format_value(value: Value, unit: str = "") -> str:
     return text
 
 
+_SHORT_VALUES = {"bf", "lc", "ic", "ipc", "pt", "dl", "oidn"}  # abbreviations artists say alone ("bf + lc")
+
+
 # ---- the catalogue --------------------------------------------------------------------------------
 class Catalogue:
     """Every known parameter, found in text by its synonyms (longest match first)."""
@@ -244,15 +249,16 @@ class Catalogue:
                 if words:
                     self.engines[words] = engine
                     self._longest = max(self._longest, len(words))
-        # enum values said without their parameter ("we went with OIDN"): only those of one parameter
-        seen: dict[tuple[str, ...], list[tuple[ParamSpec, str]]] = {}
+        # enum values said without their parameter ("we went with OIDN", "brute force"): see bare_value
+        self._bare: dict[tuple[str, ...], list[tuple[ParamSpec, str]]] = {}
         for s in specs:
             for value, says in s.values.items():
                 for phrase in {value.replace("_", " "), *says}:
                     words = word_tokens(phrase)
-                    if words and (len(words) > 1 or len(words[0]) >= 4):
-                        seen.setdefault(words, []).append((s, value))
-        self.unique_values = {w: hits[0] for w, hits in seen.items() if len(hits) == 1}
+                    if words and (len(words) > 1 or len(words[0]) >= 4 or words[0] in _SHORT_VALUES) \
+                            and (s, value) not in self._bare.get(words, []):
+                        self._bare.setdefault(words, []).append((s, value))
+        self._bare_longest = max((len(w) for w in self._bare), default=1)
         self.engine_list = sorted({s.engine for s in specs if s.engine} | set((engine_names or {}).keys()))
 
     def find(self, toks: list[str]) -> list[tuple[int, int, object]]:
@@ -274,6 +280,23 @@ class Catalogue:
             else:
                 i += 1
         return found
+
+    def bare_value(self, toks: list[str], start: int, engine: str) -> tuple[ParamSpec, str, int, bool] | None:
+        """An enum value said without its parameter at ``toks[start:]`` (longest first), in the engine
+        being talked about: (spec, value, tokens, shared). A value several parameters share ("brute
+        force": primary and secondary GI) means the one that claims it in the taxonomy (shared=True),
+        else nothing."""
+        for size in range(min(self._bare_longest, len(toks) - start), 0, -1):
+            hits = [(s, v) for s, v in self._bare.get(tuple(toks[start:start + size]), ())
+                    if s.engine in (ANY, engine)]
+            shared = len(hits) > 1
+            if shared:
+                hits = [(s, v) for s, v in hits if v in s.claims]
+            if len(hits) == 1:
+                return hits[0][0], hits[0][1], size, shared
+            if hits:
+                return None
+        return None
 
     def lookup(self, name: str, engine: str | None = None) -> list[ParamSpec]:
         """Specs a name the artist typed refers to ("gi clamp", "gi_clamp", "GI Clamp")."""
