@@ -323,3 +323,40 @@ def test_gi_engines_said_without_their_name(shipped):
         == [("redshift", "gi_bounces", (2, 3), "", PROPOSED)]
     got = said(shipped, "Cycles: we went with OIDN, OptiX flickered")[0]
     assert ("", "denoiser", "oidn", "", APPLIED) in got and ("", "denoiser", "optix", "", APPLIED) not in got
+
+
+def test_changes_told_with_arrows_and_new_values(shipped):
+    assert said(shipped, "Octane. Diffuse depth 8 -> 4, 18% faster.") == [[("octane", "diffuse_depth", 4, "", APPLIED)]]
+    assert said(shipped, "Corona", "Max ray depth 25 -> 50 on view 07")[1] == [("corona", "max_ray_depth", 50, "", APPLIED)]
+    got = said(shipped, "Second thought on WB: the tiles look blue-ish. Changing 6500 K → 5500 K.")[0]
+    assert got == [("", "white_balance", 5500, "K", APPLIED)]
+    assert said(shipped, "Octane. Threshold 0.03 is too loose. New value 0.02.")[0][-1] == \
+        ("octane", "adaptive_noise_threshold", 0.02, "", APPLIED)
+
+
+def test_a_state_told_in_a_question_is_the_value_in_use(shipped):
+    assert said(shipped, "Octane: max samples is 16000?? i didnt change it") == [[
+        ("octane", "max_samples", 16000, "", APPLIED)]]
+    assert said(shipped, "Octane: should I set max samples to 800?") == [[("octane", "max_samples", 800, "", PROPOSED)]]
+    assert said(shipped, "Octane: is max samples at 800 enough?") == [[("octane", "max_samples", 800, "", PROPOSED)]]
+    # the model asked what a setting is; the answer names only the value
+    got = said(shipped, "Karma XPU, a glass logo",
+               ("assistant", "Dark glass usually means the Refraction Limit is too low. What's it set to?"),
+               "It's at 2. I'd guess that's not enough for a chunky bevelled logo!")
+    assert got[2] == [("karma", "refraction_limit", 2, "", APPLIED)]
+
+
+def test_a_proposal_taken_by_its_name_alone(shipped):
+    got = said(shipped, "Octane, a perfume bottle",
+               ("assistant", "Raise max samples to 4000 and set the adaptive noise threshold to 0.02."),
+               "Done on the max samples — frame 1 is now 13 minutes and I can't see a difference.")
+    assert got[2] == [("octane", "max_samples", 4000, "", APPLIED)]
+    got = said(shipped, "Octane, a perfume bottle", ("assistant", "Raise max samples to 4000."),
+               "I tried the max samples but it made no difference")
+    assert ("octane", "max_samples", 4000, "", APPLIED) not in got[2]
+
+
+def test_hdri_and_render_region_said_the_short_way(shipped):
+    assert said(shipped, "I added a rect light at 5 and set the dome to 1.2")[0][-1] == ("", "hdri_intensity", 1.2, "", APPLIED)
+    assert said(shipped, "Render region's on - great shout, 11 secs a frame instead of 40.") == [[
+        ("", "render_region", True, "", APPLIED)]]

@@ -56,7 +56,7 @@ _CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "sounds good", "
             "going with that", "go with that", "let's do that", "let's do it", "do it", "that works", "it works",
             "applied", "changed it", "set it", "did that", "did it", "works", "worked", "good call",
             "switched", "all of that", "going with all", "both off", "both on", "changed")
-_BARE_VALUE_CUES = ("make it", "made it", "using", "use", "went with", "go with", "going with", "back to",
+_BARE_VALUE_CUES = ("new value", "make it", "made it", "using", "use", "went with", "go with", "going with", "back to",
                     "revert to", "try", "trying", "set it to", "set it at", "it is", "change it to", "changed it to",
                     "bump it to", "bumped it to", "drop it to", "dropped it to", "lower it to", "lowered it to",
                     "raise it to", "raised it to", "let's do", "settle on", "settled on", "stick with", "keep it at",
@@ -72,7 +72,7 @@ _SHARED_ENUM_CUES = ("gi", "gi is", "gi on", "is now", "now", "keeping", "keep",
 _ENUM_AFTER = (("it", "is"), ("is", "on"), ("is", "enabled"), ("on", "it"), ("is", "in"), ("now",))
 _ENUM_CUES = (":", "gi", "gi is", "is now", "now", "keeping", "keep", "staying on", "staying", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
               "chose", "picked", "settled on", "enable", "enabled", "to")
-_BARE_VALUE_CUES_STRONG = ("make it", "use", "using", "back to", "revert to", "go with", "went with",
+_BARE_VALUE_CUES_STRONG = ("new value", "make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to", "raised it to", "lowered it to", "bumped it to",
                           "dropped it to", "put it at", "set it at", "changed it to", "moved it to", "took it to")
 _BOOL_OFF_VERBS = ("disable", "disabled", "disabling", "turning off", "turn off", "turned off", "switch off", "switched off", "deactivate",
@@ -118,6 +118,7 @@ class Context:
     last: tuple[ParamSpec, ...] = ()  # parameters of the last message that stated any
     proposals: tuple[Mention, ...] = ()  # proposals not answered yet (the last message that made any)
     applied: tuple[Mention, ...] = ()  # what the last applying message applied (for "that didn't help")
+    asked: tuple[ParamSpec, ...] = ()  # named without a value in the last message ("what's your refraction limit?")
 
 
 @dataclass
@@ -184,7 +185,8 @@ class Extractor:
             if engines:
                 engine_ctx = engines[-1]
             status = _status(sentence, toks, role)
-            running = replace(ctx, last=ctx.last + tuple(named)) if named else ctx  # "…, back to 25"; "Set it to 8."
+            # "…, back to 25"; "Set it to 8."; "It's at 2." (what the model just asked about)
+            running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked) + ctx.asked + tuple(named))
             got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines))
             for _, _, what in found:
                 spec = self._resolve(what, engine_ctx) if not isinstance(what, str) else None
@@ -203,6 +205,7 @@ class Extractor:
             last=(tuple(s for s in ctx.last if s not in mentioned) + tuple(mentioned))[-6:],
             proposals=proposals if proposals else (() if role == "user" and out else ctx.proposals),
             applied=applied or ctx.applied,
+            asked=tuple(s for s in named if s not in mentioned)[-3:] if role == "assistant" and "?" in text else (),
         )
         return out, new_ctx
 
@@ -224,6 +227,11 @@ class Extractor:
                 continue
             taken = set(used)
             got = self._value(spec, toks, start, end, used, starts)
+            if got is None and role != "assistant" and status != REJECTED:
+                took = _took_by_name(spec, toks, start, end, ctx.proposals)  # "done on the max samples"
+                if took is not None:
+                    out.append(took)
+                    continue
             if got is None:
                 bare = self.cat.bare_value(toks, start, engine_ctx)
                 if bare is not None and bare[2] == end - start:  # "bf / lc": a GI engine, not "lc subdivs"
@@ -232,6 +240,8 @@ class Extractor:
             value, unit, restore = got
             at = min(used - taken) if used - taken else start
             st = status
+            if status == PROPOSED and role == "user" and _states(toks, start, end, at):
+                st = APPLIED  # "max samples is 16000?? i didnt change it": the state, asked about
             later: list[Mention] = []
             if status == PROPOSED and used - taken:  # "drop the clamp to 2 or 4": both are proposals
                 earlier, after = self._alternatives(spec, toks, used, at, max(used - taken) + 1)
@@ -252,7 +262,8 @@ class Extractor:
             out.append(_mention(spec, value, unit, st))
             out += later
             out += self._sibling(spec, toks, used, st)
-        out += self._self_describing(toks, used, status, engine_ctx)
+        kelvin = next((s.key for s in reversed(ctx.last) if s.unit == "K"), "") if not _LIGHT_WORDS & set(toks) else ""
+        out += self._self_describing(toks, used, status, engine_ctx, kelvin == "white_balance")
         here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
         if role != "assistant":
             out += self._contextual(sentence, toks, low, used, status, ctx, engine_ctx, here, stated=bool(out))
@@ -335,6 +346,11 @@ class Extractor:
                     return before[0], before[1], False
             if got is not None:
                 value, unit, width = got
+                if toks[i + width:i + width + 1] == ["->"] and i + width + 1 < n:  # "diffuse depth 8 -> 4"
+                    later = self._read(spec, toks, i + width + 1, used)
+                    if later is not None:
+                        used.update(range(i, i + width + 1 + later[2]))
+                        return later[0], later[1], False
                 if prev == "from":  # "from 4 to 2.8", "from 8 down to 4": the value is the one after "to"
                     for j in range(i + width, min(n - 1, i + width + 3)):
                         if toks[j] == "to":
@@ -519,10 +535,11 @@ class Extractor:
         return out
 
 
-    def _self_describing(self, toks: list[str], used: set[int], status: str, engine: str = "") -> list[Mention]:
+    def _self_describing(self, toks: list[str], used: set[int], status: str, engine: str = "",
+                         balance: bool = False) -> list[Mention]:
         """Values that say what they are without a name: "f/2.8" (an aperture), "1920x1080" (a resolution)."""
         out = []
-        balance = ("balance" in toks or "wb" in toks) and not any(  # a kelvin value there is the white balance,
+        balance = (balance or "balance" in toks or "wb" in toks) and not any(  # a kelvin value there is the white balance,
             i in used and (P.parse_number(t) or P.Number(0, "", True)).unit == "k" for i, t in enumerate(toks))  # once
         enum_end, enum_spec = -1, None  # the last enum value read: "irradiance map + light cache", "bf / lc"
         for i, tok in enumerate(toks):
@@ -563,7 +580,9 @@ class Extractor:
                 continue
             num = P.parse_number(tok)
             nxt = toks[i + 1] if i + 1 < len(toks) else ""
-            unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm") else "")
+            if num is not None and "->" in toks[i + 1:i + 3]:
+                continue  # "6500 K -> 5500 K": the value it was
+            unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm", "k") else "")
             key = ("f_stop" if tok.startswith("f/") else "resolution" if P.resolution(tok)
                    else "shutter_speed" if _SHUTTER.fullmatch(tok) and nxt not in _NOT_SHUTTER
                    and (i == 0 or toks[i - 1] not in ("the", "of"))
@@ -603,7 +622,7 @@ class Extractor:
             if i in used:
                 continue
             num = parsed[i]
-            if num is None or _not_a_value(toks, i):
+            if num is None or _not_a_value(toks, i) or "->" in toks[i + 1:i + 3]:  # "25 -> 50", "6500 K -> 5500 K"
                 continue
             if status != PROPOSED and _turned_down(toks, i):  # "0.5 flickered", "6 was too dim"
                 turned_down.append((i, num))
@@ -619,24 +638,25 @@ class Extractor:
                 num.unit in ({s.unit.lower(), *s.units} - {""}) for s in ctx.last))  # "maybe 3000K?"
             replaces = previous[i] is not None and _turned_down(toks, previous[i])  # "0.1 too soft, 0.03": 0.03 replaces it
             replaces = replaces and status != PROPOSED
-            if unit_says or said or replaces or prev in ("went", "go") or any(f" {c} " in before for c in cues):
-                values.append((i, num, any(f" {r} " in before for r in _RESTORE)))
+            state = before.endswith(_STATE_BEFORE) and not named
+            if state or unit_says or said or replaces or prev in ("went", "go", "->") or any(f" {c} " in before for c in cues):
+                values.append((i, num, any(f" {r} " in before for r in _RESTORE), state))
         for i, num in turned_down:
             spec, value, unit = self._guess(num, guess_ctx)
             if spec is not None:
                 used.add(i)
                 out.append(_mention(spec, value, unit, REJECTED))
         if status == REJECTED and not named and not turned_down:
-            restoring = {i for i, _, r in values if r}
+            restoring = {i for i, _, r, _ in values if r}
             out += self._rejection(toks, used | restoring, ctx, fallback=not restoring)
-        for i, num, restore in values:
+        for i, num, restore, state in values:
             if i in used:
                 continue
             spec, value, unit = self._guess(num, guess_ctx)
             if spec is None:
                 continue
             used.add(i)
-            st = APPLIED if (restore or status != PROPOSED) else PROPOSED
+            st = APPLIED if (restore or state or status != PROPOSED) else PROPOSED
             out.append(replace(_mention(spec, value, unit, st), restore=restore and st == APPLIED))
         bools = [spec for spec in reversed(ctx.last) if spec.kind == "bool"]
         if not named and bools:  # "It was off! Turned it on."
@@ -779,7 +799,9 @@ _AFTER_CUE_OK = {"stays", "stay", "staying", "keep", "keeping", "went", "go", "t
 # words after a value that turn it down: "0.5 flickered", "256 looked dirty", "6 was too dim", "10 killed the highlights"
 _DOWN_WORDS = {"worse", "flicker", "flickers", "flickered", "flickering", "dirty", "flat", "dull", "blotchy", "noisy",
                "grainy", "muddy", "harsh", "killed", "kills", "ruined", "broke", "useless", "overkill", "barely",
-               "heavy", "ugly", "wrong", "bad", "slower", "crashed", "crashes", "banding", "fireflies"}
+               "heavy", "ugly", "wrong", "bad", "slower", "crashed", "crashes", "banding", "fireflies", "gloomy",
+               "murky", "mushy", "smeary", "crunchy", "splotchy", "crawly", "plasticky", "lumpy", "faceted", "jaggy",
+               "aliased", "boils", "boiling", "smeared"}
 _CLEARING_BEFORE = {"no", "without", "fewer", "less", "zero", "fixed", "fixes", "removed", "removes", "cleared",
                     "clears", "of", "tame", "tames", "tamed"}  # "because of fireflies", "no more banding"
 _CLEARED_AFTER = {"gone", "disappeared", "vanished", "fixed", "solved", "cleared", "away", "resolved"}
@@ -789,6 +811,8 @@ _TOO_WHAT = {"soft", "dark", "dim", "flat", "slow", "noisy", "orange", "blue", "
              "low", "high", "blurry", "few", "little", "heavy", "expensive", "long", "warm", "cool", "cold", "hot",
              "contrasty", "saturated", "washed", "harsh", "grainy", "blotchy", "hard", "subtle", "big", "small",
              "wide", "tight", "shallow", "deep", "much", "muddy", "clean", "plastic", "cg", "smooth", "dull"}
+_LIGHT_WORDS = {"light", "lights", "lamp", "lamps", "key", "fill", "rim", "sun", "softbox", "practical", "practicals",
+                "area", "spot", "bulb", "bulbs", "led", "kicker", "backlight"}
 _SHUTTER = re.compile(r"1/(?:[2-9]|[1-9]\d{1,3})")  # 1/48, 1/125, 1/2000: a shutter speed said alone
 _NOT_SHUTTER = {"res", "resolution", "size", "scale", "of", "speed", "frame", "frames", "the", "a", "second", "sec",
                 "step", "stop", "stops", "inch", "px"}
@@ -836,6 +860,26 @@ def _turned_down(toks: list[str], i: int) -> bool:
     if any(f" {p} " in text for p in _DOWN_PHRASES):
         return True
     return any(a == "too" and b in _TOO_WHAT for a, b in zip(span, span[1:]))
+
+
+# a value told as what is there now, even in a question: "mine is 3", "its on 2 rn", "it's at 0"
+_STATE_BEFORE = (" mine is ", " mine's ", " its at ", " it's at ", " its on ", " it's on ", " it is at ", " it is on ",
+                 " currently at ", " currently on ", " currently ", " it's currently ", " its currently ", " says ",
+                 " was on ", " is on ", " are on ", " it's set to ", " its set to ", " is set to ")
+_STATE_BETWEEN = {"is", "are", "was", "were", "'s", "currently", "still", "at", "on", "set", "to", "already", "now",
+                  "says", "said", "shows", "thing", "setting", "value", "field", "slider"}
+_STATE_VERBS = {"is", "are", "was", "were", "'s", "currently", "says", "shows"}
+_ASKING = {"should", "could", "would", "try", "maybe", "set", "change", "put", "bump", "raise", "lower", "increase",
+           "decrease", "go", "if", "about", "i'd", "need", "drop", "up", "push", "use", "reduce", "better", "enough"}
+
+
+def _states(toks: list[str], start: int, end: int, at: int) -> bool:
+    """The value at toks[at] is told as the parameter's state ("max samples is 16000??", "pixel samples
+    is 9 i think?"), not asked for ("should I set max samples to 8?")."""
+    between = toks[end:at]
+    if at < end or not between or not set(between) <= _STATE_BETWEEN or not set(between) & _STATE_VERBS:
+        return False
+    return not _ASKING & set(toks[:start]) and not _ASKING & set(toks[at + 1:at + 3])
 
 
 def _sentences(text: str) -> list[str]:
@@ -925,6 +969,29 @@ def _taken(proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -
             if tok in ("both", "two", "three", "four") and len(keys) != _COUNTS[tok]:
                 continue
             return [replace(p, status=APPLIED) for p in single]
+    return None
+
+
+_TOOK_BEFORE = {"done", "did", "applied", "apply", "changed", "took", "used", "followed", "made", "went",
+                "copied", "switched", "updated", "put", "implemented", "sorted"}
+_TOOK_AFTER = {"one", "ones", "change", "changes", "suggestion", "tip", "fix", "thing", "bit", "done", "applied",
+               "change's", "too", "as", "like"}
+
+
+def _took_by_name(spec: ParamSpec, toks: list[str], start: int, end: int,
+                  proposals: tuple[Mention, ...]) -> Mention | None:
+    """A proposal taken by naming its parameter without its value: "done on the max samples", "I
+    applied the pixel samples change", "did the transmission one", "filter glossy applied"."""
+    offered = [p for p in proposals if (p.engine, p.parameter) == spec.ident and not isinstance(p.value, tuple)]
+    if len({repr(p.value) for p in offered}) != 1:
+        return None  # nothing offered for it, or options ("2 or 4"): the name alone does not say which
+    before = [t for t in toks[max(0, start - 4):start] if t not in ("the", "your", "that", "on", "with", "a", "i", "we",
+                                                                      "it", "for", "to", "and", "both")]
+    after = toks[end:end + 2]
+    if (before and before[-1] in _TOOK_BEFORE) or (after and after[0] in _TOOK_AFTER and (
+            after[0] not in ("too", "as", "like") and _TOOK_BEFORE & set(toks[max(0, start - 4):start])
+            or after[0] in ("done", "applied", "change's"))):
+        return replace(offered[0], status=APPLIED)
     return None
 
 

@@ -75,7 +75,8 @@ def specs_from_dict(data: dict) -> list[ParamSpec]:
 # ---- tokens -----------------------------------------------------------------------------------------
 # words (with inner ' - .), numbers (1,024  0.5  0,5  2k  1/125  f/2.8  1920x1080), and = : ° %
 _TOKEN = re.compile(
-    r"f/\d+(?:[.,]\d+)?"  # f/2.8
+    r"->|=>|→"  # "8 -> 4": a change, from the first value to the second
+    r"|f/\d+(?:[.,]\d+)?"  # f/2.8
     r"|\d+\s?[x×]\s?\d+(?!\d|\.\d)"  # 1920x1080 (a full stop may follow)
     r"|\d{3,5} by \d{3,5}(?!\d|\.\d)"  # 2048 by 858
     r"|\d{1,2}:\d{2}(?::\d{2})?(?![\d])"  # 8:00:00, 15:00 (a time, never a number)
@@ -96,6 +97,11 @@ def tokens(text: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for m in _TOKEN.finditer(text):
         tok, at = m.group(0).lower(), m.start()
+        if tok in ("=>", "→"):
+            tok = "->"
+        if tok.endswith(("'s", "’s")) and len(tok) > 3 and tok[:-2] not in _PRONOUNS:  # "region's on"
+            out += [(tok[:-2], at), ("'s", at + len(tok) - 2)]
+            continue
         if out and tok[0] == "-" and len(tok) > 1 and tok[1].isdigit() and out[-1][1] + len(out[-1][0]) == at \
                 and out[-1][0][-1:].isdigit():
             out += [("-", at), (tok[1:], at + 1)]
@@ -108,6 +114,10 @@ def tokens(text: str) -> list[tuple[str, int]]:
             continue
         out.append((tok, at))
     return out
+
+
+_PRONOUNS = {"it", "that", "what", "there", "here", "let", "he", "she", "who", "where", "how", "one", "everything",
+             "nothing", "something", "mine"}
 
 
 def word_tokens(phrase: str) -> tuple[str, ...]:
