@@ -360,3 +360,10 @@ def test_hdri_and_render_region_said_the_short_way(shipped):
     assert said(shipped, "I added a rect light at 5 and set the dome to 1.2")[0][-1] == ("", "hdri_intensity", 1.2, "", APPLIED)
     assert said(shipped, "Render region's on - great shout, 11 secs a frame instead of 40.") == [[
         ("", "render_region", True, "", APPLIED)]]
+
+
+def test_a_value_tried_and_replaced_in_the_same_message_was_turned_down(shipped):
+    assert said(shipped, "Arnold skin. SSS samples = 3: blotching reduced, still visible on the ear. Moving to 4.") == [[
+        ("arnold", "sss_samples", 3, "", REJECTED), ("arnold", "sss_samples", 4, "", APPLIED)]]
+    assert said(shipped, "Cycles. Clamp indirect 3 dims the bounce light from the window. Compromise at 5.") == [[
+        ("cycles", "clamp_indirect", 3, "", REJECTED), ("cycles", "clamp_indirect", 5, "", APPLIED)]]

@@ -56,7 +56,8 @@ _CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "sounds good", "
             "going with that", "go with that", "let's do that", "let's do it", "do it", "that works", "it works",
             "applied", "changed it", "set it", "did that", "did it", "works", "worked", "good call",
             "switched", "all of that", "going with all", "both off", "both on", "changed")
-_BARE_VALUE_CUES = ("new value", "make it", "made it", "using", "use", "went with", "go with", "going with", "back to",
+_BARE_VALUE_CUES = ("new value", "moving to", "moved to", "compromise at", "compromise of", "difference at",
+                    "landed on", "landed at", "settling at", "settling on", "make it", "made it", "using", "use", "went with", "go with", "going with", "back to",
                     "revert to", "try", "trying", "set it to", "set it at", "it is", "change it to", "changed it to",
                     "bump it to", "bumped it to", "drop it to", "dropped it to", "lower it to", "lowered it to",
                     "raise it to", "raised it to", "let's do", "settle on", "settled on", "stick with", "keep it at",
@@ -72,7 +73,7 @@ _SHARED_ENUM_CUES = ("gi", "gi is", "gi on", "is now", "now", "keeping", "keep",
 _ENUM_AFTER = (("it", "is"), ("is", "on"), ("is", "enabled"), ("on", "it"), ("is", "in"), ("now",))
 _ENUM_CUES = (":", "gi", "gi is", "is now", "now", "keeping", "keep", "staying on", "staying", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
               "chose", "picked", "settled on", "enable", "enabled", "to")
-_BARE_VALUE_CUES_STRONG = ("new value", "make it", "use", "using", "back to", "revert to", "go with", "went with",
+_BARE_VALUE_CUES_STRONG = ("new value", "moving to", "compromise at", "difference at", "landed on", "make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to", "raised it to", "lowered it to", "bumped it to",
                           "dropped it to", "put it at", "set it at", "changed it to", "moved it to", "took it to")
 _BOOL_OFF_VERBS = ("disable", "disabled", "disabling", "turning off", "turn off", "turned off", "switch off", "switched off", "deactivate",
@@ -176,7 +177,8 @@ class Extractor:
         engine_ctx = ctx.engine
         mentioned: list[ParamSpec] = []
         named: list[ParamSpec] = []  # every parameter named so far in this message, with a value or not
-        for sentence in _sentences(text):
+        said_in: dict[int, int] = {}  # id(mention) → the sentence it was said in
+        for n_sentence, sentence in enumerate(_sentences(text)):
             toks = [self._fix(t) for t, _ in P.tokens(sentence)]
             if not toks:
                 continue
@@ -197,7 +199,8 @@ class Extractor:
                 if spec is not None and spec not in mentioned:
                     mentioned.append(spec)
             out.extend(got)
-        out = _dedupe(_with_rejections(out))
+            said_in.update((id(m), n_sentence) for m in got)
+        out = _dedupe(_with_rejections(_replaced(out, said_in)))
         proposals = tuple(m for m in out if m.status == PROPOSED and not m.candidate)
         applied = tuple(m for m in out if m.status == APPLIED and not m.candidate)
         new_ctx = Context(
@@ -1011,6 +1014,21 @@ def _with_rejections(mentions: list[Mention]) -> list[Mention]:
         if m.restore and not any(x.status == REJECTED and (x.engine, x.parameter) == (m.engine, m.parameter)
                                  for x in mentions):
             out.append(replace(m, value=None, status=REJECTED, restore=False))
+        out.append(m)
+    return out
+
+
+def _replaced(mentions: list[Mention], said_in: dict[int, int]) -> list[Mention]:
+    """A value applied in one sentence and replaced by another in a later one ("SSS = 3: blotching
+    reduced, still visible. Moving to 4.") was tried and turned down: it becomes a rejection."""
+    out = []
+    for n, m in enumerate(mentions):
+        if m.status == APPLIED and not m.candidate and not m.restore and any(
+                (x.engine, x.parameter) == (m.engine, m.parameter) and x.status == APPLIED and not x.restore
+                and not P.same_value(x.value, m.value) and said_in.get(id(x), 0) > said_in.get(id(m), 0)
+                for x in mentions[n + 1:]) and not any(
+                (x.engine, x.parameter, x.status) == (m.engine, m.parameter, REJECTED) for x in mentions):
+            m = replace(m, status=REJECTED)
         out.append(m)
     return out
 
