@@ -310,6 +310,12 @@ class Extractor:
                 if i in used:
                     break
                 hit = self.cat.enum_value(spec, toks, i)
+                if hit and i > 0 and toks[i - 1] == "from":  # "switched the kernel from path tracing to PMC"
+                    j = i + hit[1]
+                    later = self.cat.enum_value(spec, toks, j + 1) if toks[j:j + 1] == ["to"] else None
+                    if later:
+                        used.update(range(i, j + 1 + later[1]))
+                        return later[0], "", False
                 if hit:
                     used.update(range(i, i + hit[1]))
                     return hit[0], "", self._restore_before(toks, i)
@@ -507,6 +513,23 @@ class Extractor:
         if "min" not in words and "max" not in words:
             return []
         out = []
+        j = end
+        while j < len(toks) and toks[j] in ("is", "are", "at", "=", ":", "'s", "now", "set", "to"):
+            j += 1
+        for _ in range(2):  # "unified samples is min 4 max 32"
+            if j + 1 < len(toks) and toks[j] in ("min", "max", "minimum", "maximum") and j + 1 not in used:
+                key = "_".join(toks[j][:3] if w in ("min", "max") else w for w in words)
+                sib = self.cat.specs.get((spec.engine, key))
+                got = self._read(sib, toks, j + 1, used) if sib else None
+                if got is None:
+                    break
+                used.update(range(j, j + 1 + got[2]))
+                out.append(_mention(sib, got[0], got[1], status))
+                j += 1 + got[2]
+                while j < len(toks) and toks[j] in ("and", ",", "/"):
+                    j += 1
+        if out:
+            return out
         for j in range(end, min(len(toks) - 1, end + 8)):
             if j in used or toks[j + 1] not in ("min", "max", "minimum", "maximum") \
                     or (j + 2 < len(toks) and toks[j + 2] in words):  # "max subdivs is 24, min subdivs 1"
