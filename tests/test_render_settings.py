@@ -367,3 +367,14 @@ def test_a_value_tried_and_replaced_in_the_same_message_was_turned_down(shipped)
         ("arnold", "sss_samples", 3, "", REJECTED), ("arnold", "sss_samples", 4, "", APPLIED)]]
     assert said(shipped, "Cycles. Clamp indirect 3 dims the bounce light from the window. Compromise at 5.") == [[
         ("cycles", "clamp_indirect", 3, "", REJECTED), ("cycles", "clamp_indirect", 5, "", APPLIED)]]
+
+
+def test_a_pasted_panel_names_its_entries_by_the_heading(shipped):
+    got = said(shipped, "Arnold in Maya. Current:\nCamera (AA): 6\nDiffuse: 3\nRay depth: diffuse 1 / specular 1 / transmission 8")[0]
+    assert got == [("arnold", "camera_aa_samples", 6, "", APPLIED), ("arnold", "diffuse_samples", 3, "", APPLIED),
+                   ("arnold", "diffuse_depth", 1, "", APPLIED), ("arnold", "specular_depth", 1, "", APPLIED),
+                   ("arnold", "transmission_depth", 8, "", APPLIED)]
+    got = said(shipped, "Cycles. Light paths: Total 12, Diffuse 4\nClamping: Direct 0, Indirect 10\nCaustics: reflective on, refractive off")[0]
+    assert got == [("cycles", "max_bounces", 12, "", APPLIED), ("cycles", "diffuse_bounces", 4, "", APPLIED),
+                   ("cycles", "clamp_direct", 0, "", APPLIED), ("cycles", "clamp_indirect", 10, "", APPLIED),
+                   ("cycles", "caustics_reflective", True, "", APPLIED), ("cycles", "caustics_refractive", False, "", APPLIED)]

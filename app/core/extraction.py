@@ -81,7 +81,8 @@ _BOOL_OFF_VERBS = ("disable", "disabled", "disabling", "turning off", "turn off"
 _BOOL_ON_VERBS = ("enable", "enabled", "enabling", "turning on", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
                   "check", "checked", "tick", "ticked")
 _IT_ON_OFF = tuple((f" {verb} it {state} ", state == "on") for verb in ("turned", "turn", "switched", "switch", "set",
-                                                                         "put", "flipped", "flip")
+                                                                         "put", "flipped", "flip", "have", "had",
+                                                                         "keep", "kept", "leave", "left", "leaving")
                    for state in ("on", "off"))
 _BOOL_ON = ("enable", "enabled", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
             "use", "using", "add", "added", "check", "checked", "tick", "ticked")
@@ -182,6 +183,7 @@ class Extractor:
             toks = [self._fix(t) for t, _ in P.tokens(sentence)]
             if not toks:
                 continue
+            toks = self._under_heading(toks, engine_ctx)
             found = self.cat.find(toks)
             engines = [w for _, _, w in found if isinstance(w, str)]
             if engines:
@@ -276,6 +278,40 @@ class Extractor:
                     if m.status != REJECTED]
         if names_engine and engine_ctx:
             out += self._candidates(toks, found, used, status, engine_ctx)
+        return out
+
+    def _under_heading(self, toks: list[str], engine: str) -> list[str]:
+        """A pasted line of a settings panel: "Ray depth: diffuse 1 / specular 1", "Clamping: Direct 0,
+        Indirect 10", "Light paths: Total 12, Diffuse 4". The heading names what the short words
+        after it are: they are read as "diffuse depth 1", "clamp direct 0", "total bounces 12"."""
+        if ":" not in toks[:4] or not engine:
+            return toks
+        k = toks.index(":")
+        heading = toks[:k]
+        if not heading or not all(t.isalpha() for t in heading):
+            return toks
+        if self.cat._phrases.get(tuple(heading)) and not _HEADINGS.keys() & set(heading):
+            return toks  # "Max samples: 2048" names a parameter, not a panel
+        kinds = [w for t in heading for w in _HEADINGS.get(t, ())]
+        if not kinds:
+            return toks
+        out = toks[:k + 1]
+        for i in range(k + 1, len(toks)):
+            tok = toks[i]
+            nxt = toks[i + 1] if i + 1 < len(toks) else ""
+            if tok.isalpha() and (P.parse_number(nxt) is not None or P.bool_word(nxt) is not None or nxt == ":") \
+                    and (not out[-1].isalpha() or P.bool_word(out[-1]) is not None):
+                for kind in kinds:
+                    hit = next((words for words in ((tok, *kind.split()), (*kind.split(), tok))
+                                if self._resolve(list(self.cat._phrases.get(words, ())), engine) is not None
+                                and any(s.engine == engine for s in self.cat._phrases.get(words, ()))), None)
+                    if hit:
+                        out.extend(hit)
+                        break
+                else:
+                    out.append(tok)
+            else:
+                out.append(tok)
         return out
 
     def _in_context(self, spec: ParamSpec, toks: list[str], start: int) -> ParamSpec:
@@ -807,7 +843,8 @@ _REJECT_STRONG = ("didn't help", "did not help", "didn't work", "did not work", 
                   "not doing", "won't do", "not going with", "skipping the", "skip the", "changed my mind")
 _SETTING_VERBS = ("set", "use", "using", "went with", "going with", "changed", "switched", "bumped", "lowered",
                   "raised", "increased", "decreased", "dropped", "settled on")
-_REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more")
+_REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more",
+                  "not going to", "not going", "rather than")
 _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took forever", "too dark", "too expensive",
                       "overkill", "too few", "not enough", "doubling", "didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
                       "forget", "scrap", "ditch", "drop the", "wasn't", "was not", "no,", "nope", "no difference",
@@ -839,6 +876,11 @@ _TOO_WHAT = {"soft", "dark", "dim", "flat", "slow", "noisy", "orange", "blue", "
              "wide", "tight", "shallow", "deep", "much", "muddy", "clean", "plastic", "cg", "smooth", "dull"}
 _LIGHT_WORDS = {"light", "lights", "lamp", "lamps", "key", "fill", "rim", "sun", "softbox", "practical", "practicals",
                 "area", "spot", "bulb", "bulbs", "led", "kicker", "backlight"}
+# the headings of render-settings panels, and the word their entries leave out
+_HEADINGS = {"depth": ("depth", "ray depth"), "depths": ("depth",), "paths": ("bounces",), "bounces": ("bounces",),
+             "clamping": ("clamp",), "clamp": ("clamp",), "caustics": ("caustics",), "samples": ("samples",),
+             "sampling": ("samples",), "limits": ("limit",), "trace": ("trace depth", "max trace depth"),
+             "subdivs": ("subdivs",), "tessellation": ("subdivisions",)}
 _SHUTTER = re.compile(r"1/(?:[2-9]|[1-9]\d{1,3})")  # 1/48, 1/125, 1/2000: a shutter speed said alone
 _NOT_SHUTTER = {"res", "resolution", "size", "scale", "of", "speed", "frame", "frames", "the", "a", "second", "sec",
                 "step", "stop", "stops", "inch", "px"}
