@@ -87,10 +87,11 @@ def load(path: Path) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
         except ValueError:
             print(f"{name}: a line is not JSON, skipped: {line[:80]!r}", file=sys.stderr)
             continue
+        sid = f"{name.removeprefix('settings_labelled_').removesuffix('.jsonl')}/{row['session']}"  # ids repeat across files
         if "final" in row:
-            finals[row["session"]] = row["final"]
+            finals[sid] = row["final"]
         else:
-            sessions.setdefault(row["session"], []).append(row)
+            sessions.setdefault(sid, []).append(row)
     return sessions, finals
 
 
