@@ -331,5 +331,5 @@ def test_runs_as_a_script():
         assert httpx.get(f"{host}/api/version").json()["version"] == "0.12.0-kelvin-test"
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=5) == 0
+        assert proc.wait(timeout=30) == 0
         proc.stdout.close()
