@@ -269,6 +269,9 @@ class Catalogue:
                             and (s, value) not in self._bare.get(words, []):
                         self._bare.setdefault(words, []).append((s, value))
         self._bare_longest = max((len(w) for w in self._bare), default=1)
+        self._bare_first = {w[0] for w in self._bare}
+        self._enum_words = {s.ident: [(value, word_tokens(phrase)) for value, says in s.values.items()
+                                      for phrase in (value.replace("_", " "), *says)] for s in specs if s.values}
         self.engine_list = sorted({s.engine for s in specs if s.engine} | set((engine_names or {}).keys()))
 
     def find(self, toks: list[str]) -> list[tuple[int, int, object]]:
@@ -296,6 +299,8 @@ class Catalogue:
         being talked about: (spec, value, tokens, shared). A value several parameters share ("brute
         force": primary and secondary GI) means the one that claims it in the taxonomy (shared=True),
         else nothing."""
+        if start >= len(toks) or toks[start] not in self._bare_first:
+            return None
         for size in range(min(self._bare_longest, len(toks) - start), 0, -1):
             hits = [(s, v) for s, v in self._bare.get(tuple(toks[start:start + size]), ())
                     if s.engine in (ANY, engine)]
@@ -319,11 +324,12 @@ class Catalogue:
     def enum_value(self, spec: ParamSpec, toks: list[str], start: int) -> tuple[str, int] | None:
         """An enum value said at ``toks[start:]`` (longest synonym), with its length in tokens."""
         best: tuple[str, int] | None = None
-        for value, says in spec.values.items():
-            for phrase in (value.replace("_", " "), *says):
-                words = word_tokens(phrase)
-                if words and tuple(toks[start:start + len(words)]) == words and (best is None or len(words) > best[1]):
-                    best = (value, len(words))
+        pairs = self._enum_words.get(spec.ident)
+        if pairs is None:  # a spec made after the catalogue (tests)
+            pairs = [(v, word_tokens(p)) for v, says in spec.values.items() for p in (v.replace("_", " "), *says)]
+        for value, words in pairs:
+            if words and tuple(toks[start:start + len(words)]) == words and (best is None or len(words) > best[1]):
+                best = (value, len(words))
         return best
 
 
