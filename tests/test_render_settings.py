@@ -378,3 +378,18 @@ def test_a_pasted_panel_names_its_entries_by_the_heading(shipped):
     assert got == [("cycles", "max_bounces", 12, "", APPLIED), ("cycles", "diffuse_bounces", 4, "", APPLIED),
                    ("cycles", "clamp_direct", 0, "", APPLIED), ("cycles", "clamp_indirect", 10, "", APPLIED),
                    ("cycles", "caustics_reflective", True, "", APPLIED), ("cycles", "caustics_refractive", False, "", APPLIED)]
+
+
+def test_a_list_of_settings_the_way_artists_open_a_session(shipped):
+    assert said(shipped, "V-Ray 6. Brute force primary, light cache secondary. Max subdivs 24, min 1.")[0] == [
+        ("vray", "gi_primary_engine", "brute_force", "", APPLIED), ("vray", "gi_secondary_engine", "light_cache", "", APPLIED),
+        ("vray", "max_subdivs", 24, "", APPLIED), ("vray", "min_subdivs", 1, "", APPLIED)]
+    assert said(shipped, "blender cycles. 512 samples, and it take 4 min per frame")[0] == [
+        ("cycles", "max_samples", 512, "", APPLIED)]
+    assert said(shipped, "cycles. sample 2048, max bounce 12")[0] == [
+        ("cycles", "max_samples", 2048, "", APPLIED), ("cycles", "max_bounces", 12, "", APPLIED)]
+    assert said(shipped, "cycles kitchen. samples i have 1024")[0] == [("cycles", "max_samples", 1024, "", APPLIED)]
+    # the card it renders on is not a value, an opening "path tracing, 3000 samples" names the kernel
+    assert said(shipped, "octane. path tracing, 3000 samples, caustics look super noisy. 4090")[0] == [
+        ("octane", "max_samples", 3000, "", APPLIED), ("octane", "kernel", "path_tracing", "", APPLIED)]
+    assert said(shipped, "octane. white balance is 6500K", "7500 too orange. 7000")[1][-1] == ("", "white_balance", 7000, "K", APPLIED)

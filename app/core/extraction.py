@@ -25,7 +25,7 @@ _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|th
 _JOIN = {"already", "still", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
          "down", "up", "into", "are", "were", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
-         "kept", "left", "leaving", "i", "we", "did", "keep", "bumped", "dropped", "raised", "lowered",
+         "kept", "left", "leaving", "i", "we", "did", "have", "has", "keep", "bumped", "dropped", "raised", "lowered",
          "pushed", "pulled", "cranked", "turned", "moved", "changed", "reduced", "increased", "went"}
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
 
@@ -342,10 +342,15 @@ class Extractor:
         if spec.kind == "bool":
             return self._bool(spec, toks, start, end, used)
         if spec.kind == "enum":
+            before = next(((i, hit) for i in range(max(0, start - 4), start)
+                           if (hit := self.cat.enum_value(spec, toks[:start], i)) and i + hit[1] == start), None)
             for i in range(end, min(n, end + 5)):  # "kernel: path tracing", "primary gi engine to brute force"
                 if i in used:
                     break
                 hit = self.cat.enum_value(spec, toks, i)
+                if hit and before and i + hit[1] in starts:  # "brute force primary, light cache secondary"
+                    used.update(range(before[0], start))
+                    return before[1][0], "", False
                 if hit and i > 0 and toks[i - 1] == "from":  # "switched the kernel from path tracing to PMC"
                     j = i + hit[1]
                     later = self.cat.enum_value(spec, toks, j + 1) if toks[j:j + 1] == ["to"] else None
@@ -494,7 +499,7 @@ class Extractor:
             return None
         nxt = toks[i + 1] if i + 1 < n else ""
         if not num.unit and nxt in _NOT_VALUES and nxt not in spec.units and nxt != spec.unit.lower() \
-                and i + 1 != name_at:  # "512 min samples": the "min" is the parameter's own name
+                and i + 1 != name_at and not _label_before(toks, i + 1):  # "512 min samples": the parameter's own name
             return None
         width = 1
         if not num.unit and nxt and (nxt in spec.units or nxt == spec.unit.lower() and nxt):
@@ -568,7 +573,8 @@ class Extractor:
             return out
         for j in range(end, min(len(toks) - 1, end + 8)):
             if j in used or toks[j + 1] not in ("min", "max", "minimum", "maximum") \
-                    or (j + 2 < len(toks) and toks[j + 2] in words):  # "max subdivs is 24, min subdivs 1"
+                    or (j + 2 < len(toks) and toks[j + 2] in words) \
+                    or _label_before(toks, j + 1) or _minutes(toks, j):  # "max subdivs is 24, min subdivs 1"
                 continue
             which = toks[j + 1][:3]
             key = "_".join(which if w in ("min", "max") else w for w in words)
@@ -624,7 +630,8 @@ class Extractor:
                     said = chained or cued or back
                 else:
                     said = chained or cued or after in _ENUM_AFTER or after[:1] in (("it's",), ("on",)) \
-                        or (i == 0 and len(toks) <= width + 2)
+                        or (i == 0 and (len(toks) <= width + 2  # "path tracing, 3000 samples, …": a list of settings
+                                        or P.parse_number(toks[i + width]) is not None))
                 if said:
                     used.update(range(i, i + width))
                     enum_end, enum_spec = i + width, spec
@@ -885,6 +892,7 @@ _SHUTTER = re.compile(r"1/(?:[2-9]|[1-9]\d{1,3})")  # 1/48, 1/125, 1/2000: a shu
 _NOT_SHUTTER = {"res", "resolution", "size", "scale", "of", "speed", "frame", "frames", "the", "a", "second", "sec",
                 "step", "stop", "stops", "inch", "px"}
 _GPU_MODEL = re.compile(r"^[1-9]\d{2}0$")  # 3090, 4080, 1060: graphics cards, not values
+_GEFORCE = re.compile(r"^[1-5]0[5-9]0$")  # the GeForce numbers themselves, said alone ("… noisy. 4090")
 
 
 def _not_a_value(toks: list[str], i: int) -> bool:
@@ -895,7 +903,34 @@ def _not_a_value(toks: list[str], i: int) -> bool:
         return True
     if prev in ("shot", "frame", "frames", "version", "v", "take", "sh", "scene", "page", "cam", "camera", "episode"):
         return True
-    return bool(_GPU_MODEL.match(toks[i])) and prev in ("the", "a", "rtx", "gtx", "my", "on", "2x", "two", "quadro")
+    if _GPU_MODEL.match(toks[i]) and prev in ("the", "a", "rtx", "gtx", "my", "on", "2x", "two", "quadro"):
+        return True
+    return bool(_GEFORCE.match(toks[i])) and (
+        prev in ("single", "one", "old", "new", "rtx", "gtx")
+        or nxt in ("ti", "gpu", "gpus", "card", "cards", "super", "s")
+        or len(toks) <= 2)  # "… super noisy. 4090": the card it renders on
+
+
+def _label_before(toks: list[str], j: int) -> bool:
+    """The "min"/"max" at toks[j] labels the value after it ("max subdivs 24, min 1"), not the one
+    before it ("unified samples 32 min, 1024 max")."""
+    if toks[j] not in ("min", "max") or j + 1 >= len(toks) or P.parse_number(toks[j + 1]) is None:
+        return False
+    return toks[j + 2:j + 3] not in (["min"], ["max"], ["minimum"], ["maximum"])
+
+
+_MINUTES_AFTER = {"per", "a", "each", "/", "for", "render", "renders", "image", "images", "frame", "frames", "now",
+                  "total", "on", "with", "instead", "of", "to", "at"}
+_MINUTES_BEFORE = {"take", "takes", "took", "taking", "in", "about", "around", "~", "only", "just", "like", "approx",
+                   "roughly", "under", "over", "than", "from", "to", "at", "and"}
+
+
+def _minutes(toks: list[str], i: int) -> bool:
+    """The number at toks[i] is a time: "it takes 4 min per frame", "down to 6 min"."""
+    if toks[i + 1:i + 2] not in (["min"], ["mins"]):
+        return False
+    return (toks[i + 2] if i + 2 < len(toks) else "") in _MINUTES_AFTER \
+        or (toks[i - 1] if i else "") in _MINUTES_BEFORE
 
 
 def _span(toks: list[str], i: int, width: int = 0) -> list[str]:
