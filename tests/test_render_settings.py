@@ -393,3 +393,26 @@ def test_a_list_of_settings_the_way_artists_open_a_session(shipped):
     assert said(shipped, "octane. path tracing, 3000 samples, caustics look super noisy. 4090")[0] == [
         ("octane", "max_samples", 3000, "", APPLIED), ("octane", "kernel", "path_tracing", "", APPLIED)]
     assert said(shipped, "octane. white balance is 6500K", "7500 too orange. 7000")[1][-1] == ("", "white_balance", 7000, "K", APPLIED)
+
+
+def test_short_forms_from_a_working_day(shipped):
+    assert said(shipped, "karma. refl limit 2 done. variance mode on, noise 0.01.")[0] == [
+        ("karma", "reflection_limit", 2, "", APPLIED), ("karma", "noise_level", 0.01, "", APPLIED),
+        ("karma", "convergence_mode", "variance", "", APPLIED)]
+    assert said(shipped, "octane. ok path tracing + 800 samples + ai denoiser")[0] == [
+        ("octane", "max_samples", 800, "", APPLIED), ("", "denoiser", "octane_ai", "", APPLIED),
+        ("octane", "kernel", "path_tracing", "", APPLIED)]
+    assert said(shipped, "octane", "did 1500. still smeary. ok killing the ai denoiser")[1][-1] == (
+        "", "denoiser", "none", "", APPLIED)
+    assert said(shipped, "client wants 4096x2160 @ 23.976 for the cinema version, switched it")[0] == [
+        ("", "resolution", "4096x2160", "px", APPLIED), ("", "frame_rate", 23.976, "fps", APPLIED)]
+    assert said(shipped, "corona. Rerendering now with a 2:00:00 limit. Converged in 1:41:12 on view 3")[0] == [
+        ("corona", "time_limit", "2:00:00", "", APPLIED)]
+    assert said(shipped, "cycles. max bounce 24 now, the crystal have thickness yes, 1.2mm")[0] == [
+        ("cycles", "max_bounces", 24, "", APPLIED)]
+    assert said(shipped, "cycles. reflective caustic i leave off. light tree i turn on now")[0] == [
+        ("cycles", "caustics_reflective", False, "", APPLIED), ("cycles", "light_tree", True, "", APPLIED)]
+    # a "yes" that answered a question, then the proposal given another value: it was never taken
+    assert said(shipped, "cycles", ("assistant", "You could also enable reflective caustics for the dial."),
+                "ohh the world was black yes!! reflective caustics i leave off")[2] == [
+        ("cycles", "caustics_reflective", False, "", APPLIED)]

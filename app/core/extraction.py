@@ -22,7 +22,7 @@ STATUSES = (APPLIED, PROPOSED, REJECTED)
 MAX_TEXT = 20_000  # settings come from the head of a huge paste
 
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
-_JOIN = {"already", "still", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
+_JOIN = {"@", "already", "still", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
          "down", "up", "into", "are", "were", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
          "kept", "left", "leaving", "i", "we", "did", "have", "has", "keep", "bumped", "dropped", "raised", "lowered",
@@ -67,12 +67,12 @@ _BARE_VALUE_CUES = ("new value", "moving to", "moved to", "compromise at", "comp
                     "reduced to", "bumped it", "keeping", "keep", "stays at", "stay at", "stays", "leave it at", "left it",
                     "left it at", "leaving it at", "leaving at", "leaving it")
 _SHARED_ENUM_CUES = ("gi", "gi is", "gi on", "is now", "now", "keeping", "keep", "staying on", "stick with",
-                     "sticking with", "went with", "go with", "going with", "using", "switched to", "switch to",
+                     "sticking with", "went with", "go with", "going with", "using", "switched to", "switch to", "gi :",
                      "switching to", "changed to", "moved to", "settled on", "primary", "primary is", "secondary",
                      "secondary is", "set to", "set it to")
-_ENUM_AFTER = (("it", "is"), ("is", "on"), ("is", "enabled"), ("on", "it"), ("is", "in"), ("now",))
+_ENUM_AFTER = (("it", "is"), ("is", "on"), ("is", "enabled"), ("on", "it"), ("is", "in"), ("now",), ("mode",))
 _ENUM_CUES = (":", "gi", "gi is", "is now", "now", "keeping", "keep", "staying on", "staying", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
-              "chose", "picked", "settled on", "enable", "enabled", "to")
+              "chose", "picked", "settled on", "enable", "enabled", "to", "ok", "okay")
 _BARE_VALUE_CUES_STRONG = ("new value", "moving to", "compromise at", "difference at", "landed on", "make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to", "raised it to", "lowered it to", "bumped it to",
                           "dropped it to", "put it at", "set it at", "changed it to", "moved it to", "took it to")
@@ -105,6 +105,7 @@ class Mention:
     name: str = ""  # display name ("GI clamp")
     domain: str = "general"
     restore: bool = False  # said as a return to an earlier value ("back to 25")
+    confirmed: bool = field(default=False, compare=False)  # a proposal taken by "ok"/"done", its value unsaid
 
     def to_json(self) -> dict:
         value = list(self.value) if isinstance(self.value, tuple) else self.value
@@ -261,8 +262,10 @@ class Extractor:
             elif status == REJECTED and not _cue_after(toks, at, _REJECT_VALUE_CUES) \
                     and not _turned_down(toks, max(used - taken, default=at)):
                 st = APPLIED if not _has(low, _PROPOSAL) else PROPOSED
-            elif status == APPLIED and role != "assistant" and (_cue_after(toks, at, _REJECT_VALUE_CUES)
-                                                                  or _turned_down(toks, max(used - taken, default=at))):
+            elif status == APPLIED and role != "assistant" and (
+                    _cue_after(toks, at, _REJECT_VALUE_CUES) or _turned_down(toks, max(used - taken, default=at))
+                    or ("tried" in toks[max(0, start - 4):min(start, at)]  # "I tried the AI denoiser and it … mushy"
+                        and any(t in _DOWN_WORDS for t in toks[at:]))):
                 st = REJECTED  # "so no f/4", "the 15 was worse", "caustic blur 0.1 too soft"
             out.append(_mention(spec, value, unit, st))
             out += later
@@ -342,6 +345,15 @@ class Extractor:
         if spec.kind == "bool":
             return self._bool(spec, toks, start, end, used)
         if spec.kind == "enum":
+            for i in range(max(0, start - 3), start):  # "ai denoiser": the value holds the parameter's name
+                hit = self.cat.enum_value(spec, toks, i)
+                if hit and i + hit[1] == end and not used & set(range(i, start)):
+                    used.update(range(i, end))
+                    off = _has(" " + " ".join(toks[max(0, i - 3):i]) + " ", _BOOL_OFF_VERBS + ("killing",)) \
+                        or "off" in toks[end:]  # "killing the ai denoiser", "tried the AI denoiser … so it's off"
+                    if off:
+                        return ("none", "", False) if "none" in spec.values else None
+                    return hit[0], "", False
             before = next(((i, hit) for i in range(max(0, start - 4), start)
                            if (hit := self.cat.enum_value(spec, toks[:start], i)) and i + hit[1] == start), None)
             for i in range(end, min(n, end + 5)):  # "kernel: path tracing", "primary gi engine to brute force"
@@ -539,7 +551,7 @@ class Extractor:
             if b is not None and toks[i] not in ("no", "none"):
                 used.add(i)
                 return b, "", False
-            if toks[i] not in _JOIN and toks[i] not in ("was", "been"):
+            if toks[i] not in _JOIN and toks[i] not in ("was", "been", "leave", "turn", "switch", "put", "switched"):
                 break
         for phrase in _BOOL_OFF:
             if f" {phrase} " in before:
@@ -630,6 +642,7 @@ class Extractor:
                     said = chained or cued or back
                 else:
                     said = chained or cued or after in _ENUM_AFTER or after[:1] in (("it's",), ("on",)) \
+                        or (after[:1] == ("mode",) and toks[j - 1:j] not in (["in"], ["the"])) \
                         or (i == 0 and (len(toks) <= width + 2  # "path tracing, 3000 samples, …": a list of settings
                                         or P.parse_number(toks[i + width]) is not None))
                 if said:
@@ -657,6 +670,17 @@ class Extractor:
                    and (i == 0 or toks[i - 1] not in ("the", "of"))
                    else ("white_balance" if balance else "light_temperature") if unit == "k"
                    else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate"}.get(unit))
+            if key == "focal_length" and not 4 <= num.value <= 2400:
+                key = None  # "the crystal is 1.2mm thick": a size, not a lens
+            if key is None and i > 0 and toks[i - 1] == "@" and num and 10 <= num.value <= 120 \
+                    and P.resolution(toks[i - 2] if i > 1 else ""):
+                key = "frame_rate"  # "4096x2160 @ 23.976"
+            if key is None and engine and re.fullmatch(r"\d{1,3}:\d{2}:\d{2}", tok) and "limit" in toks[i - 3:i + 3] \
+                    and (engine, "time_limit") in self.cat.specs:  # "rerendering with a 2:00:00 limit"
+                spec = self.cat.specs[(engine, "time_limit")]
+                used.add(i)
+                out.append(_mention(spec, tok, spec.unit, status))
+                continue
             spec = self.cat.specs.get((ANY, key)) if key else None
             got = self._read(spec, toks, i, used) if spec else None
             if got is not None:
@@ -901,7 +925,7 @@ def _not_a_value(toks: list[str], i: int) -> bool:
     prev = toks[i - 1] if i else ""
     if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
         return True
-    if prev in ("shot", "frame", "frames", "version", "v", "take", "sh", "scene", "page", "cam", "camera", "episode"):
+    if prev in ("shot", "frame", "frames", "fr", "version", "v", "take", "sh", "scene", "page", "cam", "camera", "episode"):
         return True
     if _GPU_MODEL.match(toks[i]) and prev in ("the", "a", "rtx", "gtx", "my", "on", "2x", "two", "quadro"):
         return True
@@ -1046,11 +1070,11 @@ def _confirmed(proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]
     for tok in toks:
         if tok in _ORDINALS and single:
             n = _ORDINALS[tok]
-            return [replace(single[n], status=APPLIED)] if -len(single) <= n < len(single) else []
+            return [replace(single[n], status=APPLIED, confirmed=True)] if -len(single) <= n < len(single) else []
     counts: dict[tuple[str, str], int] = {}
     for p in proposals:
         counts[(p.engine, p.parameter)] = counts.get((p.engine, p.parameter), 0) + 1
-    return [replace(p, status=APPLIED) for p in single if counts[(p.engine, p.parameter)] == 1][:3]
+    return [replace(p, status=APPLIED, confirmed=True) for p in single if counts[(p.engine, p.parameter)] == 1][:3]
 
 
 def _taken(proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -> list[Mention] | None:
@@ -1120,7 +1144,9 @@ def _with_rejections(mentions: list[Mention]) -> list[Mention]:
 
 def _replaced(mentions: list[Mention], said_in: dict[int, int]) -> list[Mention]:
     """A value applied in one sentence and replaced by another in a later one ("SSS = 3: blotching
-    reduced, still visible. Moving to 4.") was tried and turned down: it becomes a rejection."""
+    reduced, still visible. Moving to 4.") was tried and turned down: it becomes a rejection. A
+    proposal a "yes" seemed to take, then given another value ("yes!! … reflective caustics I leave
+    off"), was never taken."""
     out = []
     for n, m in enumerate(mentions):
         if m.status == APPLIED and not m.candidate and not m.restore and any(
@@ -1128,6 +1154,8 @@ def _replaced(mentions: list[Mention], said_in: dict[int, int]) -> list[Mention]
                 and not P.same_value(x.value, m.value) and said_in.get(id(x), 0) > said_in.get(id(m), 0)
                 for x in mentions[n + 1:]) and not any(
                 (x.engine, x.parameter, x.status) == (m.engine, m.parameter, REJECTED) for x in mentions):
+            if m.confirmed:
+                continue
             m = replace(m, status=REJECTED)
         out.append(m)
     return out
