@@ -416,3 +416,19 @@ def test_short_forms_from_a_working_day(shipped):
     assert said(shipped, "cycles", ("assistant", "You could also enable reflective caustics for the dial."),
                 "ohh the world was black yes!! reflective caustics i leave off")[2] == [
         ("cycles", "caustics_reflective", False, "", APPLIED)]
+
+
+def test_states_told_before_a_question_and_values_said_again(shipped):
+    assert said(shipped, "cycles kitchen", "I'm on 0.01 threshold, should I go lower?")[1] == [
+        ("cycles", "noise_threshold", 0.01, "", APPLIED)]
+    assert said(shipped, "i set 2160x2700 because client ask, is good also for website?")[0] == [
+        ("", "resolution", "2160x2700", "px", APPLIED)]
+    assert said(shipped, "octane, I'm on path tracing", "should I set max samples to 800?")[1] == [
+        ("octane", "max_samples", 800, "", PROPOSED)]
+    assert said(shipped, "octane. parallel samples 16", "16 crashed at frame 37 lol. 8 again.")[1] == [
+        ("octane", "parallel_samples", 16, "", REJECTED), ("octane", "parallel_samples", 8, "", APPLIED)]
+    assert said(shipped, "f/4 turned out to be the right balance; f/5.6 made the background too busy.")[0] == [
+        ("", "f_stop", 4, "", APPLIED), ("", "f_stop", 5.6, "", REJECTED)]
+    assert said(shipped, "octane. added a studio strip hdri. intensity 1.5, rotation 90. key light intensity 5")[0] == [
+        ("", "hdri_intensity", 1.5, "", APPLIED), ("", "hdri_rotation", 90, "°", APPLIED),
+        ("", "light_intensity", 5, "", APPLIED)]

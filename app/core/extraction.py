@@ -88,7 +88,7 @@ _BOOL_ON = ("enable", "enabled", "turn on", "turned on", "switch on", "switched 
             "use", "using", "add", "added", "check", "checked", "tick", "ticked")
 _BOOL_OFF = ("disable", "disabled", "turn off", "turned off", "switch off", "switched off", "deactivate",
              "deactivated", "without", "no", "remove", "removed", "uncheck", "unchecked", "untick", "kill", "killed")
-_NOT_VALUES = {"frame", "frames", "shot", "version", "v", "gb", "mb", "minutes", "minute", "min", "mins", "hours",
+_NOT_VALUES = {"frame", "frames", "shot", "version", "v", "gb", "mb", "gigs", "gig", "vram", "tb", "minutes", "minute", "min", "mins", "hours",
                "hour", "h", "seconds", "sec", "secs", "fps", "lights", "light", "times", "x", "percent"}
 
 
@@ -180,6 +180,7 @@ class Extractor:
         mentioned: list[ParamSpec] = []
         named: list[ParamSpec] = []  # every parameter named so far in this message, with a value or not
         said_in: dict[int, int] = {}  # id(mention) → the sentence it was said in
+        before: list[str] = []  # the previous sentence's words
         for n_sentence, sentence in enumerate(_sentences(text)):
             toks = [self._fix(t) for t, _ in P.tokens(sentence)]
             if not toks:
@@ -192,7 +193,8 @@ class Extractor:
             status = _status(sentence, toks, role)
             # "…, back to 25"; "Set it to 8."; "It's at 2." (what the model just asked about)
             running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked) + ctx.asked + tuple(named))
-            got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines))
+            got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines), before)
+            before = toks
             for _, _, what in found:
                 spec = self._resolve(what, engine_ctx) if not isinstance(what, str) else None
                 if spec is not None and spec not in named:
@@ -215,7 +217,8 @@ class Extractor:
         )
         return out, new_ctx
 
-    def _sentence(self, sentence, toks, found, role, status, engine_ctx, ctx, names_engine) -> list[Mention]:
+    def _sentence(self, sentence, toks, found, role, status, engine_ctx, ctx, names_engine,
+                  before: list[str] = ()) -> list[Mention]:
         params = [(s, e, w) for s, e, w in found if not isinstance(w, str)]
         starts = frozenset(s for s, _, _ in params)
         used: set[int] = {i for s, e, _ in found for i in range(s, e)}
@@ -225,7 +228,7 @@ class Extractor:
             spec = self._resolve(specs, engine_ctx)
             if spec is None:
                 continue
-            spec = self._in_context(spec, toks, start)
+            spec = self._in_context(spec, toks, start, before)
             said_which = {"min", "max", "minimum", "maximum"} & set(toks[start:end])
             pairs = [] if said_which else self._min_max_after(spec, toks, end, used, status)
             if pairs:  # "unified samples 32 min, 1024 max"
@@ -317,10 +320,15 @@ class Extractor:
                 out.append(tok)
         return out
 
-    def _in_context(self, spec: ParamSpec, toks: list[str], start: int) -> ParamSpec:
-        """"intensity" after "HDRI" in the same sentence is the HDRI's intensity."""
+    def _in_context(self, spec: ParamSpec, toks: list[str], start: int, before: list[str] = ()) -> ParamSpec:
+        """"intensity" after "HDRI" in the same sentence, or in the sentence before when this one names
+        no light ("added a studio hdri. intensity 1.5, rotation 90"), is the HDRI's intensity."""
         for (engine, key), (words, other) in _BY_CONTEXT.items():
-            if spec.ident == (engine, key) and any(t in words for t in toks[max(0, start - 12):start]):
+            if spec.ident != (engine, key):
+                continue
+            here = toks[max(0, start - 12):start]
+            if any(t in words for t in here) or (
+                    not _LIGHT_WORDS & set(toks) and any(t in words for t in before[-12:])):
                 return self.cat.specs.get((engine, other), spec)
         return spec
 
@@ -685,7 +693,8 @@ class Extractor:
             got = self._read(spec, toks, i, used) if spec else None
             if got is not None:
                 used.add(i)
-                said_no = status == APPLIED and i > 0 and toks[i - 1] in ("no", "not")  # "so no f/4"
+                said_no = status == APPLIED and (i > 0 and toks[i - 1] in ("no", "not")  # "so no f/4"
+                                                 or _turned_down(toks, i))  # "f/5.6 made the background too busy"
                 st = REJECTED if said_no else status
                 if st == REJECTED and not said_no and not _cue_after(toks, i, _REJECT_VALUE_CUES) \
                         and not _turned_down(toks, i) and _has(" " + " ".join(toks[max(0, i - 5):i]) + " ", _SETTING_VERBS):
@@ -734,6 +743,8 @@ class Extractor:
             state = before.endswith(_STATE_BEFORE) and not named
             if state or unit_says or said or replaces or prev in ("went", "go", "->") or any(f" {c} " in before for c in cues):
                 values.append((i, num, any(f" {r} " in before for r in _RESTORE), state))
+            elif toks[i + 1:i + 2] == ["again"] and status != PROPOSED and loose:  # "16 crashed. 8 again."
+                values.append((i, num, True, False))
         for i, num in turned_down:
             spec, value, unit = self._guess(num, guess_ctx)
             if spec is not None:
@@ -904,7 +915,12 @@ _DOWN_PHRASES = ("no way", "no good", "no visible", "no difference", "didn't hel
 _TOO_WHAT = {"soft", "dark", "dim", "flat", "slow", "noisy", "orange", "blue", "bright", "sharp", "strong", "weak",
              "low", "high", "blurry", "few", "little", "heavy", "expensive", "long", "warm", "cool", "cold", "hot",
              "contrasty", "saturated", "washed", "harsh", "grainy", "blotchy", "hard", "subtle", "big", "small",
-             "wide", "tight", "shallow", "deep", "much", "muddy", "clean", "plastic", "cg", "smooth", "dull"}
+             "wide", "tight", "shallow", "deep", "much", "muddy", "clean", "plastic", "cg", "smooth", "dull", "busy",
+             "yellow", "green", "pink", "magenta", "cyan", "red", "purple", "cool", "loud", "distracting", "grey", "gray",
+             "milky", "hazy", "foggy", "crisp", "short", "fast", "slow", "aggressive", "obvious", "visible", "sterile",
+             "clinical", "flickery", "strobey", "stuttery", "choppy", "jittery", "waxy", "glowy", "hot", "punchy",
+             "blown", "crushed", "moody", "gloomy", "sluggish", "costly", "risky", "zoomed", "tele", "close", "far",
+             "blurred", "sharp", "crunchy", "mushy", "smeary", "noisey", "wobbly"}
 _LIGHT_WORDS = {"light", "lights", "lamp", "lamps", "key", "fill", "rim", "sun", "softbox", "practical", "practicals",
                 "area", "spot", "bulb", "bulbs", "led", "kicker", "backlight"}
 # the headings of render-settings panels, and the word their entries leave out
@@ -1009,8 +1025,24 @@ def _states(toks: list[str], start: int, end: int, at: int) -> bool:
     return not _ASKING & set(toks[:start]) and not _ASKING & set(toks[at + 1:at + 3])
 
 
+_STATE_HEAD = re.compile(r"\b(?:i'?m on|i am on|i'?m using|i am using|i'?m at|i have|i've got|i set|i put|i use|"
+                         r"i went with|i changed|we'?re on|we are on|we'?re at|currently|right now|atm|rn)\b")
+_ASKING_HEAD = re.compile(r"\b(?:should|could|would|what|how|why|which|maybe|try|if|does|do|can|shall|is it|is that)\b")
+
+
 def _sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE.split(text) if s and s.strip()]
+    out = []
+    for s in _SENTENCE.split(text):
+        if not s or not s.strip():
+            continue
+        if s.rstrip().endswith("?") and ", " in s:  # "I'm on 0.01 threshold, should I go lower?": the state, then the ask
+            head, _, rest = s.partition(", ")
+            low = head.lower()
+            if _STATE_HEAD.search(low) and not _ASKING_HEAD.search(low):
+                out += [head, rest]
+                continue
+        out.append(s)
+    return out
 
 
 def _has(low: str, phrases) -> bool:
