@@ -324,12 +324,23 @@ def test_stop_during_a_slow_stream_is_prompt():
 def test_runs_as_a_script():
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.Popen([sys.executable, "-m", "tests.support.ollama_server", "--port", "0"], cwd=root,
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONWARNINGS": "error"})
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONWARNINGS": "error"})
     try:
         line = proc.stdout.readline()
         host = line.split(" on ")[1].split()[0]
         assert httpx.get(f"{host}/api/version").json()["version"] == "0.12.0-kelvin-test"
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # once seen on a loaded CI machine: say where it hangs
+            proc.send_signal(signal.SIGUSR1)  # the script dumps every thread's stack on it
+            time.sleep(1)
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"the fake Ollama did not stop on Ctrl+C; its threads:\n{err}")
         proc.stdout.close()
+        err = proc.stderr.read()
+        proc.stderr.close()
+        assert rc == 0, err

@@ -16,10 +16,12 @@ bags of words and trigrams, so texts that share words are close. Faults: ``refus
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import hashlib
 import json
 import math
 import re
+import signal
 import socket
 import sys
 import threading
@@ -535,10 +537,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=11434)
     ap.add_argument("--delay", type=float, default=0.05, help="seconds before each streamed chunk")
     args = ap.parse_args(argv)
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1)  # `kill -USR1` prints where every thread is
     with OllamaTestServer(host=args.host, port=args.port, delay_s=args.delay) as srv:
         print(f"fake Ollama {VERSION} on http://{args.host}:{srv.port} with {', '.join(srv.models)}", flush=True)
-        try:
-            threading.Event().wait()
+        try:  # short sleeps: a Ctrl+C the kernel hands to a server thread is only seen by the main
+            while True:  # thread when it next runs Python code, never while it blocks on a lock forever
+                time.sleep(0.1)
         except KeyboardInterrupt:
             pass
 
