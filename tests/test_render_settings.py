@@ -432,3 +432,20 @@ def test_states_told_before_a_question_and_values_said_again(shipped):
     assert said(shipped, "octane. added a studio strip hdri. intensity 1.5, rotation 90. key light intensity 5")[0] == [
         ("", "hdri_intensity", 1.5, "", APPLIED), ("", "hdri_rotation", 90, "°", APPLIED),
         ("", "light_intensity", 5, "", APPLIED)]
+
+
+def test_ranges_of_a_min_max_pair_plans_and_past_states(shipped):
+    assert said(shipped, "Redshift. In Redshift we had unified samples 16 to 512, 3 GI bounces")[0] == [
+        ("redshift", "unified_samples_min", 16, "", APPLIED), ("redshift", "unified_samples_max", 512, "", APPLIED),
+        ("redshift", "gi_bounces", 3, "", APPLIED)]
+    assert said(shipped, "redshift. `unified 32/512 | adaptive 0.005 | MSRI 3`")[0] == [
+        ("redshift", "unified_samples_min", 32, "", APPLIED), ("redshift", "unified_samples_max", 512, "", APPLIED),
+        ("redshift", "adaptive_error_threshold", 0.005, "", APPLIED),
+        ("redshift", "max_secondary_ray_intensity", 3, "", APPLIED)]
+    assert said(shipped, "Plan: DOF on, F-Stop 2, white balance toward 4500 K. Thoughts?")[0] == [
+        ("", "depth_of_field", True, "", PROPOSED), ("", "f_stop", 2, "", PROPOSED),
+        ("", "white_balance", 4500, "K", PROPOSED)]
+    assert said(shipped, "Octane. Out-of-core was off; I've turned it on, and AO distance at 5.")[0] == [
+        ("octane", "ao_distance", 5, "", APPLIED), ("octane", "out_of_core", True, "", APPLIED)]
+    assert said(shipped, "Corona. Solid glass panels, 12 mm thick, on a 35 mm lens")[0] == [
+        ("", "focal_length", 35, "mm", APPLIED)]

@@ -35,7 +35,7 @@ _PROPOSAL = ("try", "trying", "maybe", "perhaps", "could", "might", "what if", "
              "start with", "worth", "experiment", "test with", "testing", "let's see if", "see if", "option",
              "would", "probably", "possibly", "instead of", "wondering", "planning", "plan to", "want to try",
              "go for", "aim for", "keep it around", "i'd go", "if you", "you can", "you may", "potentially",
-             "should", "could also", "tempted")
+             "should", "could also", "tempted", "considering", "plan", "plan is", "the plan")
 _APPLIED_STRONG = ("went with", "going with", "go with", "settled on", "settle on", "using", "use", "set",
                    "is now", "are now", "changed", "switched", "locked", "final", "keeping", "keep", "stick with",
                    "sticking with", "bumped", "dropped", "lowered", "raised", "increased", "decreased", "halved",
@@ -180,6 +180,7 @@ class Extractor:
         mentioned: list[ParamSpec] = []
         named: list[ParamSpec] = []  # every parameter named so far in this message, with a value or not
         said_in: dict[int, int] = {}  # id(mention) → the sentence it was said in
+        past: set[int] = set()  # the sentences told in the past tense ("out-of-core was off")
         before: list[str] = []  # the previous sentence's words
         for n_sentence, sentence in enumerate(_sentences(text)):
             toks = [self._fix(t) for t, _ in P.tokens(sentence)]
@@ -205,7 +206,9 @@ class Extractor:
                     mentioned.append(spec)
             out.extend(got)
             said_in.update((id(m), n_sentence) for m in got)
-        out = _dedupe(_with_rejections(_replaced(out, said_in)))
+            if {"was", "were"} & set(toks):
+                past.add(n_sentence)
+        out = _dedupe(_with_rejections(_replaced(out, said_in, past)))
         proposals = tuple(m for m in out if m.status == PROPOSED and not m.candidate)
         applied = tuple(m for m in out if m.status == APPLIED and not m.candidate)
         new_ctx = Context(
@@ -577,6 +580,14 @@ class Extractor:
         j = end
         while j < len(toks) and toks[j] in ("is", "are", "at", "=", ":", "'s", "now", "set", "to"):
             j += 1
+        k = j + 2 if toks[j + 1:j + 2] in (["to"], ["-"], ["–"]) else j + 1
+        lo_spec = self.cat.specs.get((spec.engine, "_".join("min" if w == "max" else w for w in words)))
+        hi_spec = self.cat.specs.get((spec.engine, "_".join("max" if w == "min" else w for w in words)))
+        if k < len(toks) and lo_spec and hi_spec and not used & {j, k} and toks[j - 1:j] != ["between"]:
+            lo, hi = self._read(lo_spec, toks, j, used), self._read(hi_spec, toks, k, used)
+            if lo and hi and lo[0] < hi[0] and toks[k + 1:k + 2] not in (["min"], ["max"], ["minimum"], ["maximum"]):
+                used.update(range(j, k + 1))  # "unified samples 16 to 512", "unified 32/512"
+                return [_mention(lo_spec, lo[0], lo[1], status), _mention(hi_spec, hi[0], hi[1], status)]
         for _ in range(2):  # "unified samples is min 4 max 32"
             if j + 1 < len(toks) and toks[j] in ("min", "max", "minimum", "maximum") and j + 1 not in used:
                 key = "_".join(toks[j][:3] if w in ("min", "max") else w for w in words)
@@ -678,8 +689,9 @@ class Extractor:
                    and (i == 0 or toks[i - 1] not in ("the", "of"))
                    else ("white_balance" if balance else "light_temperature") if unit == "k"
                    else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate"}.get(unit))
-            if key == "focal_length" and not 4 <= num.value <= 2400:
-                key = None  # "the crystal is 1.2mm thick": a size, not a lens
+            if key == "focal_length" and (not 4 <= num.value <= 2400 or nxt in _SIZE_AFTER
+                                          or toks[i + 1:i + 2] == ["mm"] and toks[i + 2:i + 3] and toks[i + 2] in _SIZE_AFTER):
+                key = None  # "the crystal is 1.2mm thick", "12 mm thick glass": a size, not a lens
             if key is None and i > 0 and toks[i - 1] == "@" and num and 10 <= num.value <= 120 \
                     and P.resolution(toks[i - 2] if i > 1 else ""):
                 key = "frame_rate"  # "4096x2160 @ 23.976"
@@ -763,7 +775,7 @@ class Extractor:
             st = APPLIED if (restore or state or status != PROPOSED) else PROPOSED
             out.append(replace(_mention(spec, value, unit, st), restore=restore and st == APPLIED))
         bools = [spec for spec in reversed(ctx.last) if spec.kind == "bool"]
-        if not named and bools:  # "It was off! Turned it on."
+        if not any(s.kind == "bool" for s in here) and bools:  # "It was off! Turned it on."
             for phrase, value in _IT_ON_OFF:
                 if phrase in low:
                     out.append(_mention(bools[0], value, "", APPLIED if status != PROPOSED else PROPOSED))
@@ -931,6 +943,8 @@ _HEADINGS = {"depth": ("depth", "ray depth"), "depths": ("depth",), "paths": ("b
 _SHUTTER = re.compile(r"1/(?:[2-9]|[1-9]\d{1,3})")  # 1/48, 1/125, 1/2000: a shutter speed said alone
 _NOT_SHUTTER = {"res", "resolution", "size", "scale", "of", "speed", "frame", "frames", "the", "a", "second", "sec",
                 "step", "stop", "stops", "inch", "px"}
+_SIZE_AFTER = {"thick", "thickness", "wide", "deep", "bevel", "bevels", "gap", "gaps", "radius", "tall", "high",
+               "diameter", "across", "offset"}
 _GPU_MODEL = re.compile(r"^[1-9]\d{2}0$")  # 3090, 4080, 1060: graphics cards, not values
 _GEFORCE = re.compile(r"^[1-5]0[5-9]0$")  # the GeForce numbers themselves, said alone ("… noisy. 4090")
 
@@ -1174,7 +1188,7 @@ def _with_rejections(mentions: list[Mention]) -> list[Mention]:
     return out
 
 
-def _replaced(mentions: list[Mention], said_in: dict[int, int]) -> list[Mention]:
+def _replaced(mentions: list[Mention], said_in: dict[int, int], past: set[int] = frozenset()) -> list[Mention]:
     """A value applied in one sentence and replaced by another in a later one ("SSS = 3: blotching
     reduced, still visible. Moving to 4.") was tried and turned down: it becomes a rejection. A
     proposal a "yes" seemed to take, then given another value ("yes!! … reflective caustics I leave
@@ -1186,8 +1200,8 @@ def _replaced(mentions: list[Mention], said_in: dict[int, int]) -> list[Mention]
                 and not P.same_value(x.value, m.value) and said_in.get(id(x), 0) > said_in.get(id(m), 0)
                 for x in mentions[n + 1:]) and not any(
                 (x.engine, x.parameter, x.status) == (m.engine, m.parameter, REJECTED) for x in mentions):
-            if m.confirmed:
-                continue
+            if m.confirmed or isinstance(m.value, bool) and said_in.get(id(m)) in past:
+                continue  # "out-of-core was off; I've turned it on": how it was, not a value tried
             m = replace(m, status=REJECTED)
         out.append(m)
     return out
