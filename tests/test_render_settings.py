@@ -267,7 +267,11 @@ def test_a_problem_the_value_got_rid_of_does_not_turn_it_down(ex):
     assert said(ex, "Set GI clamp to 10 in Octane, the fireflies are gone.") == [[("octane", "gi_clamp", 10, "", APPLIED)]]
     assert said(ex, "Octane clamp 4, no more fireflies") == [[("octane", "gi_clamp", 4, "", APPLIED)]]
     assert said(ex, "Octane clamp 4 because of fireflies") == [[("octane", "gi_clamp", 4, "", APPLIED)]]
-    assert said(ex, "Octane clamp 40, fireflies everywhere") == [[("octane", "gi_clamp", 40, "", REJECTED)]]
+    # a value talked about before, then a problem: turned down; told the first time with its problem: the state
+    assert said(ex, "Octane", ("assistant", "Try a GI clamp of 40."), "clamp 40, fireflies everywhere")[2] == [
+        ("octane", "gi_clamp", 40, "", REJECTED)]
+    assert said(ex, "Octane clamp 40, fireflies everywhere") == [[("octane", "gi_clamp", 40, "", APPLIED)]]
+    assert said(ex, "Octane, I tried clamp 40, fireflies everywhere") == [[("octane", "gi_clamp", 40, "", REJECTED)]]
 
 
 def test_lists_apertures_and_sizes_the_way_artists_type_them(ex):
@@ -449,3 +453,15 @@ def test_ranges_of_a_min_max_pair_plans_and_past_states(shipped):
         ("octane", "ao_distance", 5, "", APPLIED), ("octane", "out_of_core", True, "", APPLIED)]
     assert said(shipped, "Corona. Solid glass panels, 12 mm thick, on a 35 mm lens")[0] == [
         ("", "focal_length", 35, "mm", APPLIED)]
+
+
+def test_both_switches_and_plans_for_later(shipped):
+    assert said(shipped, "blender cycles. Turned off both caustics and the fireflies on the glass are mostly gone.")[0] == [
+        ("cycles", "caustics_reflective", False, "", APPLIED), ("cycles", "caustics_refractive", False, "", APPLIED)]
+    assert said(shipped, "cycles", "the caustics i turn off both, was making noise")[1] == [
+        ("cycles", "caustics_reflective", False, "", APPLIED), ("cycles", "caustics_refractive", False, "", APPLIED)]
+    assert said(shipped, "redshift. unified samples min 8 max 128 for preview, final maybe 32/1024 tomorrow")[0] == [
+        ("redshift", "unified_samples_min", 8, "", APPLIED), ("redshift", "unified_samples_max", 128, "", APPLIED)]
+    assert said(shipped, "vray. current: bf + light cache, textures all 4k")[0] == [
+        ("", "texture_resolution", "4k", "", APPLIED), ("vray", "gi_primary_engine", "brute_force", "", APPLIED),
+        ("vray", "gi_secondary_engine", "light_cache", "", APPLIED)]

@@ -22,7 +22,7 @@ STATUSES = (APPLIED, PROPOSED, REJECTED)
 MAX_TEXT = 20_000  # settings come from the head of a huge paste
 
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
-_JOIN = {"@", "already", "still", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
+_JOIN = {"@", "already", "still", "all", "actually", "locked", "really", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
          "down", "up", "into", "are", "were", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
          "kept", "left", "leaving", "i", "we", "did", "have", "has", "keep", "bumped", "dropped", "raised", "lowered",
@@ -68,6 +68,7 @@ _BARE_VALUE_CUES = ("new value", "moving to", "moved to", "compromise at", "comp
                     "left it at", "leaving it at", "leaving at", "leaving it")
 _SHARED_ENUM_CUES = ("gi", "gi is", "gi on", "is now", "now", "keeping", "keep", "staying on", "stick with",
                      "sticking with", "went with", "go with", "going with", "using", "switched to", "switch to", "gi :",
+                     "current :", "currently", "currently on", "currently using",
                      "switching to", "changed to", "moved to", "settled on", "primary", "primary is", "secondary",
                      "secondary is", "set to", "set it to")
 _ENUM_AFTER = (("it", "is"), ("is", "on"), ("is", "enabled"), ("on", "it"), ("is", "in"), ("now",), ("mode",))
@@ -273,11 +274,18 @@ class Extractor:
                     or ("tried" in toks[max(0, start - 4):min(start, at)]  # "I tried the AI denoiser and it … mushy"
                         and any(t in _DOWN_WORDS for t in toks[at:]))):
                 st = REJECTED  # "so no f/4", "the 15 was worse", "caustic blur 0.1 too soft"
+                known = spec in ctx.last or any((m.engine, m.parameter) == spec.ident
+                                                for m in ctx.proposals + ctx.applied)
+                if not known and not {"tried", "tested", "was", "were", "try", "testing"} & set(toks) \
+                        and not _cue_after(toks, at, _REJECT_VALUE_CUES):
+                    st = APPLIED  # "SSS samples are on 2 and the knuckles look blotchy": the state, with its problem
             out.append(_mention(spec, value, unit, st))
             out += later
             out += self._sibling(spec, toks, used, st)
         kelvin = next((s.key for s in reversed(ctx.last) if s.unit == "K"), "") if not _LIGHT_WORDS & set(toks) else ""
         out += self._self_describing(toks, used, status, engine_ctx, kelvin == "white_balance")
+        if "both" in toks and role != "assistant":
+            out += self._both(toks, engine_ctx, status, [m.parameter for m in out])
         here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
         if role != "assistant":
             out += self._contextual(sentence, toks, low, used, status, ctx, engine_ctx, here, stated=bool(out))
@@ -615,6 +623,27 @@ class Extractor:
                 used.update(range(j, j + 2))
                 out.append(_mention(sib, got[0], got[1], status))
         return out
+
+    def _both(self, toks: list[str], engine: str, status: str, said: list[str]) -> list[Mention]:
+        """"turned off both caustics", "the caustics i turn off both": the switches of this engine
+        whose names share the word, all set the same way."""
+        low = " " + " ".join(toks) + " "
+        on, off = _has(low, _BOOL_ON_VERBS), _has(low, _BOOL_OFF_VERBS)
+        if on == off:  # no verb, or both: the plain word next to "both" ("both off", "turn off both")
+            near = {t for k, t in enumerate(toks) if "both" in toks[max(0, k - 2):k + 3]}
+            on, off = "on" in near, "off" in near
+        value = True if on and not off else False if off and not on else None
+        if value is None or not engine:
+            return []
+        for tok in set(toks):
+            if len(tok) < 4 or not tok.isalpha():
+                continue
+            stem = tok.rstrip("s")
+            specs = [sp for sp in self.cat.specs.values() if sp.engine == engine and sp.kind == "bool"
+                     and stem in {w.rstrip("s") for w in sp.name.lower().split()}]
+            if len(specs) == 2 and not any(sp.key in said for sp in specs):
+                return [_mention(sp, value, "", APPLIED if status == REJECTED else status) for sp in specs]
+        return []
 
     def _sibling(self, spec: ParamSpec, toks: list[str], used: set[int], status: str) -> list[Mention]:
         """"unified sampling min 16, max 512": the bare "max" is the sibling of the min just named."""
@@ -1044,6 +1073,10 @@ _STATE_HEAD = re.compile(r"\b(?:i'?m on|i am on|i'?m using|i am using|i'?m at|i 
 _ASKING_HEAD = re.compile(r"\b(?:should|could|would|what|how|why|which|maybe|try|if|does|do|can|shall|is it|is that)\b")
 
 
+_LATER = re.compile(r"\b(?:maybe|might|perhaps|probably|possibly|thinking of|thinking about|will try|i'll try|"
+                    r"could try|tomorrow|later|next time)\b")
+
+
 def _sentences(text: str) -> list[str]:
     out = []
     for s in _SENTENCE.split(text):
@@ -1055,6 +1088,11 @@ def _sentences(text: str) -> list[str]:
             if _STATE_HEAD.search(low) and not _ASKING_HEAD.search(low):
                 out += [head, rest]
                 continue
+        head, comma, rest = s.rpartition(", ")
+        if comma and not s.rstrip().endswith("?") and _LATER.search(rest.lower()) and not _LATER.search(head.lower()) \
+                and not _ASKING_HEAD.search(head.lower()):  # "min 8 max 128 for preview, final maybe 32/1024"
+            out += [head, rest]
+            continue
         out.append(s)
     return out
 
