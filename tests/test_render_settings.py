@@ -465,3 +465,49 @@ def test_both_switches_and_plans_for_later(shipped):
     assert said(shipped, "vray. current: bf + light cache, textures all 4k")[0] == [
         ("", "texture_resolution", "4k", "", APPLIED), ("vray", "gi_primary_engine", "brute_force", "", APPLIED),
         ("vray", "gi_secondary_engine", "light_cache", "", APPLIED)]
+
+
+def test_a_value_turned_down_then_a_bare_one_that_replaces_it(shipped):
+    # the replacement leads a later sentence that names nothing: it goes on with the parameter
+    # this message set, and the value before it was tried and turned down
+    assert said(shipped, "V-Ray. Max ray intensity 20 dulled the chrome trim. 50 is ok")[0] == [
+        ("vray", "max_ray_intensity", 20, "", REJECTED), ("vray", "max_ray_intensity", 50, "", APPLIED)]
+    assert said(shipped, "octane. filter size 1 made the type shimmer. 1.5 is what we ship.")[0] == [
+        ("octane", "filter_size", 1, "px", REJECTED), ("octane", "filter_size", 1.5, "px", APPLIED)]
+    assert said(shipped, "cycles. clamp indirect 3 makes the fog too dark, no. i put 10.")[0] == [
+        ("cycles", "clamp_indirect", 3, "", REJECTED), ("cycles", "clamp_indirect", 10, "", APPLIED)]
+    # the parameter named last in the message, even where its own value was told in the past
+    assert said(shipped, "octane. Someone left the clamp at 1. I set it to 20. Specular depth was 5; I raised it to 8.")[0] == [
+        ("octane", "gi_clamp", 1, "", REJECTED), ("octane", "gi_clamp", 20, "", APPLIED),
+        ("octane", "specular_depth", 5, "", REJECTED), ("octane", "specular_depth", 8, "", APPLIED)]
+    # a time, a count or a deadline that leads a sentence is not a value
+    assert said(shipped, "octane. max samples 2000. 3 days left on the job")[0] == [("octane", "max_samples", 2000, "", APPLIED)]
+    assert said(shipped, "octane. GI clamp 10. 2 hours a frame")[0] == [("octane", "gi_clamp", 10, "", APPLIED)]
+    assert said(shipped, "redshift. unified max is down to 512 and OptiX is on; 8 and a half minutes on frame 1040.")[0] == [
+        ("redshift", "unified_samples_max", 512, "", APPLIED), ("", "denoiser", "optix", "", APPLIED)]
+
+
+def test_a_value_told_as_how_it_was_then_changed(shipped):
+    # the value it was is given up: a rejection (of the value in force, if it is), never the current one
+    assert said(shipped, "karma. pixel samples were 6, put 12, the bokeh is smooth now")[0] == [
+        ("karma", "pixel_samples", 12, "", APPLIED)]
+    assert said(shipped, "octane. ray epsilon was 0.0001. went 0.001 and the speckles are gone")[0] == [
+        ("octane", "ray_epsilon", 0.0001, "", REJECTED), ("octane", "ray_epsilon", 0.001, "", APPLIED)]
+    assert said(shipped, "cycles. the threshold was actually already at 0.005, so that's not it")[0] == [
+        ("cycles", "noise_threshold", 0.005, "", APPLIED)]
+
+
+def test_a_list_whose_entries_leave_out_the_shared_word(shipped):
+    assert said(shipped, "karma. I've got diffuse limit 2, reflection 2, refraction 2, fine for a forest?")[0] == [
+        ("karma", "diffuse_limit", 2, "", APPLIED), ("karma", "reflection_limit", 2, "", APPLIED),
+        ("karma", "refraction_limit", 2, "", APPLIED)]
+    got = said(shipped, "arnold. My ray depths are diffuse 1, specular 2 and transmission 4")[0]
+    assert got == [("arnold", "diffuse_depth", 1, "", APPLIED), ("arnold", "specular_depth", 2, "", APPLIED),
+                   ("arnold", "transmission_depth", 4, "", APPLIED)]
+    assert said(shipped, "octane. diffuse depth 5, glossy 8, spec 10")[0] == [
+        ("octane", "diffuse_depth", 5, "", APPLIED), ("octane", "glossy_depth", 8, "", APPLIED),
+        ("octane", "specular_depth", 10, "", APPLIED)]
+    # with no shared word, the short names keep their own meaning
+    assert said(shipped, "Arnold in Maya. Camera AA 6, diffuse 3, specular 2")[0] == [
+        ("arnold", "camera_aa_samples", 6, "", APPLIED), ("arnold", "diffuse_samples", 3, "", APPLIED),
+        ("arnold", "specular_samples", 2, "", APPLIED)]

@@ -24,7 +24,7 @@ MAX_TEXT = 20_000  # settings come from the head of a huge paste
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
 _JOIN = {"@", "already", "still", "all", "actually", "locked", "really", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
-         "down", "up", "into", "are", "were", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
+         "down", "up", "into", "are", "were", "was", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
          "kept", "left", "leaving", "i", "we", "did", "have", "has", "keep", "bumped", "dropped", "raised", "lowered",
          "pushed", "pulled", "cranked", "turned", "moved", "changed", "reduced", "increased", "went"}
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
@@ -76,7 +76,8 @@ _ENUM_CUES = (":", "gi", "gi is", "is now", "now", "keeping", "keep", "staying o
               "chose", "picked", "settled on", "enable", "enabled", "to", "ok", "okay")
 _BARE_VALUE_CUES_STRONG = ("new value", "moving to", "compromise at", "difference at", "landed on", "make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to", "raised it to", "lowered it to", "bumped it to",
-                          "dropped it to", "put it at", "set it at", "changed it to", "moved it to", "took it to")
+                          "dropped it to", "put it at", "set it at", "changed it to", "moved it to", "took it to",
+                          "put", "put it to", "put it on")
 _BOOL_OFF_VERBS = ("disable", "disabled", "disabling", "turning off", "turn off", "turned off", "switch off", "switched off", "deactivate",
                    "deactivated", "uncheck", "unchecked", "untick", "kill", "killed")
 _BOOL_ON_VERBS = ("enable", "enabled", "enabling", "turning on", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
@@ -187,7 +188,7 @@ class Extractor:
             toks = [self._fix(t) for t, _ in P.tokens(sentence)]
             if not toks:
                 continue
-            toks = self._under_heading(toks, engine_ctx)
+            toks = self._shared_word(self._under_heading(toks, engine_ctx), engine_ctx)
             found = self.cat.find(toks)
             engines = [w for _, _, w in found if isinstance(w, str)]
             if engines:
@@ -195,7 +196,8 @@ class Extractor:
             status = _status(sentence, toks, role)
             # "…, back to 25"; "Set it to 8."; "It's at 2." (what the model just asked about)
             running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked) + ctx.asked + tuple(named))
-            got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines), before)
+            got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines), before,
+                                 tuple(named))
             before = toks
             for _, _, what in found:
                 spec = self._resolve(what, engine_ctx) if not isinstance(what, str) else None
@@ -222,7 +224,7 @@ class Extractor:
         return out, new_ctx
 
     def _sentence(self, sentence, toks, found, role, status, engine_ctx, ctx, names_engine,
-                  before: list[str] = ()) -> list[Mention]:
+                  before: list[str] = (), earlier: tuple[ParamSpec, ...] = ()) -> list[Mention]:
         params = [(s, e, w) for s, e, w in found if not isinstance(w, str)]
         starts = frozenset(s for s, _, _ in params)
         used: set[int] = {i for s, e, _ in found for i in range(s, e)}
@@ -288,7 +290,8 @@ class Extractor:
             out += self._both(toks, engine_ctx, status, [m.parameter for m in out])
         here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
         if role != "assistant":
-            out += self._contextual(sentence, toks, low, used, status, ctx, engine_ctx, here, stated=bool(out))
+            out += self._contextual(sentence, toks, low, used, status, ctx, engine_ctx, here, stated=bool(out),
+                                    earlier=earlier)
         elif not here:  # the model's "then try 10": a proposal for what was just discussed
             out += [replace(m, status=PROPOSED) for m in self._contextual(sentence, toks, low, used, PROPOSED,
                                                                           replace(ctx, proposals=()), engine_ctx, here)
@@ -329,6 +332,29 @@ class Extractor:
                     out.append(tok)
             else:
                 out.append(tok)
+        return out
+
+    def _shared_word(self, toks: list[str], engine: str) -> list[str]:
+        """A list whose later entries leave out the word the first one carries, or that a heading
+        gives: "diffuse limit 2, reflection 2, refraction 2", "ray depths are diffuse 1, specular 2
+        and transmission 4". Those entries are read with the word ("reflection limit 2")."""
+        if not engine:
+            return toks
+        out: list[str] = []
+        kind: tuple[str, ...] = ()
+        for i, tok in enumerate(toks):
+            nxt = toks[i + 1] if i + 1 < len(toks) else ""
+            if kind and tok.isalpha() and out and (out[-1] in _LIST_SEPARATORS or out[-1] in ("are", "is", ":")
+                                                   or P.parse_number(out[-1]) is not None) \
+                    and P.parse_number(nxt) is not None:  # (commas are not tokens: an entry follows a value)
+                hit = next((words for k in kind for words in ((tok, *k.split()), (*k.split(), tok))
+                            if any(s.engine == engine for s in self.cat._phrases.get(words, ()))), None)
+                if hit:
+                    out.extend(hit)
+                    continue
+            out.append(tok)
+            if tok in _HEADINGS and (P.parse_number(nxt) is not None or nxt in ("are", "is", ":", "at")):
+                kind = _HEADINGS[tok]
         return out
 
     def _in_context(self, spec: ParamSpec, toks: list[str], start: int, before: list[str] = ()) -> ParamSpec:
@@ -750,11 +776,16 @@ class Extractor:
 
     # ---- values without a name: "ok, using 4", "back to 25", "done" --------------------------------
     def _contextual(self, sentence, toks, low, used, status, ctx: Context, engine, here: list,
-                    stated: bool = False) -> list[Mention]:
+                    stated: bool = False, earlier: tuple[ParamSpec, ...] = ()) -> list[Mention]:
         named = bool(here)
         out: list[Mention] = []
         values, turned_down = [], []
         guess_ctx = replace(ctx, last=ctx.last + tuple(here), proposals=()) if here else ctx  # "it": what was named
+        # "Filter 1 made the text alias. 1.5 is what we ship": a later sentence that names nothing and
+        # leads with a value and a verdict goes on with what this message already set
+        follows = bool(earlier) and not named and status != PROPOSED
+        if follows:
+            guess_ctx = replace(guess_ctx, last=guess_ctx.last + tuple(earlier))
         parsed = [P.parse_number(t) for t in toks]
         previous, last = [], None  # the number before each token
         for i, num in enumerate(parsed):
@@ -782,6 +813,7 @@ class Extractor:
             replaces = previous[i] is not None and _turned_down(toks, previous[i])  # "0.1 too soft, 0.03": 0.03 replaces it
             replaces = replaces and status != PROPOSED
             state = before.endswith(_STATE_BEFORE) and not named
+            said = said or follows and _lead_verdict(toks, i)
             if state or unit_says or said or replaces or prev in ("went", "go", "->") or any(f" {c} " in before for c in cues):
                 values.append((i, num, any(f" {r} " in before for r in _RESTORE), state))
             elif toks[i + 1:i + 2] == ["again"] and status != PROPOSED and loose:  # "16 crashed. 8 again."
@@ -968,7 +1000,8 @@ _LIGHT_WORDS = {"light", "lights", "lamp", "lamps", "key", "fill", "rim", "sun",
 _HEADINGS = {"depth": ("depth", "ray depth"), "depths": ("depth",), "paths": ("bounces",), "bounces": ("bounces",),
              "clamping": ("clamp",), "clamp": ("clamp",), "caustics": ("caustics",), "samples": ("samples",),
              "sampling": ("samples",), "limits": ("limit",), "trace": ("trace depth", "max trace depth"),
-             "subdivs": ("subdivs",), "tessellation": ("subdivisions",)}
+             "subdivs": ("subdivs",), "tessellation": ("subdivisions",), "limit": ("limit",)}
+_LIST_SEPARATORS = {",", "and", "/", "&", "+", "|"}
 _SHUTTER = re.compile(r"1/(?:[2-9]|[1-9]\d{1,3})")  # 1/48, 1/125, 1/2000: a shutter speed said alone
 _NOT_SHUTTER = {"res", "resolution", "size", "scale", "of", "speed", "frame", "frames", "the", "a", "second", "sec",
                 "step", "stop", "stops", "inch", "px"}
@@ -992,6 +1025,23 @@ def _not_a_value(toks: list[str], i: int) -> bool:
         prev in ("single", "one", "old", "new", "rtx", "gtx")
         or nxt in ("ti", "gpu", "gpus", "card", "cards", "super", "s")
         or len(toks) <= 2)  # "… super noisy. 4090": the card it renders on
+
+
+_LEAD = {"i", "we", "put", "went", "go", "set", "it", "to", "back", "so", "then", "and", "ok", "okay", "now", "using",
+         "use", "at", "on", "but", "+", "with", "compromise", "splitting", "the", "difference", ",", "-", "landed",
+         "settled", "moved", "moving", "tried", "yeah", "yes", "fine", "final", "ended", "up"}
+_VERDICT = {"is", "works", "worked", "good", "ok", "okay", "fine", "it", "it's", "looks", "look", "seems", "now",
+            "then", "wins", "did", "fixed", "nice", "perfect", "better", "sits", "was", "does", "cleaned", "solved",
+            "gives", "great", ",", ".", "!", "stays"}
+
+
+def _lead_verdict(toks: list[str], i: int) -> bool:
+    """The value at toks[i] leads its sentence ("50 is ok", "+1.3 good", "i put 10.", "20.") and what
+    follows it is a verdict or nothing: a value given, not a time, a count or a size."""
+    if i > 3 or not set(toks[:i]) <= _LEAD:
+        return False
+    nxt = toks[i + 1] if i + 1 < len(toks) else ""
+    return not nxt or nxt in _VERDICT
 
 
 def _label_before(toks: list[str], j: int) -> bool:
@@ -1083,10 +1133,10 @@ def _sentences(text: str) -> list[str]:
         if not s or not s.strip():
             continue
         if s.rstrip().endswith("?") and ", " in s:  # "I'm on 0.01 threshold, should I go lower?": the state, then the ask
-            head, _, rest = s.partition(", ")
-            low = head.lower()
-            if _STATE_HEAD.search(low) and not _ASKING_HEAD.search(low):
-                out += [head, rest]
+            split = next(((head, rest) for head, _, rest in (s.rpartition(", "), s.partition(", "))  # the whole list
+                          if _STATE_HEAD.search(head.lower()) and not _ASKING_HEAD.search(head.lower())), None)
+            if split:
+                out += list(split)
                 continue
         head, comma, rest = s.rpartition(", ")
         if comma and not s.rstrip().endswith("?") and _LATER.search(rest.lower()) and not _LATER.search(head.lower()) \
@@ -1228,7 +1278,8 @@ def _with_rejections(mentions: list[Mention]) -> list[Mention]:
 
 def _replaced(mentions: list[Mention], said_in: dict[int, int], past: set[int] = frozenset()) -> list[Mention]:
     """A value applied in one sentence and replaced by another in a later one ("SSS = 3: blotching
-    reduced, still visible. Moving to 4.") was tried and turned down: it becomes a rejection. A
+    reduced, still visible. Moving to 4.", "epsilon was 0.0001. went 0.001") was tried or given up: it
+    becomes a rejection. A
     proposal a "yes" seemed to take, then given another value ("yes!! … reflective caustics I leave
     off"), was never taken."""
     out = []
