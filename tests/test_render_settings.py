@@ -511,3 +511,23 @@ def test_a_list_whose_entries_leave_out_the_shared_word(shipped):
     assert said(shipped, "Arnold in Maya. Camera AA 6, diffuse 3, specular 2")[0] == [
         ("arnold", "camera_aa_samples", 6, "", APPLIED), ("arnold", "diffuse_samples", 3, "", APPLIED),
         ("arnold", "specular_samples", 2, "", APPLIED)]
+
+
+def test_enum_pairs_no_denoiser_degrees_and_kelvin_by_the_nearest_noun(shipped):
+    # a GI pair said as one, with no cue: primary then secondary; the same engine twice fills both
+    assert said(shipped, "vray", "done, BF + LC, ceiling is clean")[1] == [
+        ("vray", "gi_primary_engine", "brute_force", "", APPLIED), ("vray", "gi_secondary_engine", "light_cache", "", APPLIED)]
+    assert said(shipped, "redshift. bucket 128, GI BF+BF, 2 bounces")[0][-2:] == [
+        ("redshift", "primary_gi_engine", "brute_force", "", APPLIED),
+        ("redshift", "secondary_gi_engine", "brute_force", "", APPLIED)]
+    assert said(shipped, "corona. Passes limit 400, noise limit 0, no denoiser.")[0][-1] == ("", "denoiser", "none", "", APPLIED)
+    assert not [m for m in said(shipped, "corona. Without denoising at 2%, frame 400 took 9 minutes.")[0]
+                if m[1] == "denoiser"]
+    assert said(shipped, "octane. the dome's rotated 45 degrees so the streak runs along the sole") == [[
+        ("", "hdri_rotation", 45, "°", APPLIED)]]
+    assert said(shipped, "arnold. I rotated the key light 30 degrees") == [[]]  # a light, not the HDRI
+    assert said(shipped, "corona. Chandeliers are 2700K at intensity 3, camera WB 6500.")[0] == [
+        ("", "light_intensity", 3, "", APPLIED), ("", "white_balance", 6500, "K", APPLIED),
+        ("", "light_temperature", 2700, "K", APPLIED)]
+    got = said(shipped, "corona. Kept the chandeliers at 2400K and put the camera back to 6500K.")[0]
+    assert ("", "light_temperature", 2400, "K", APPLIED) in got and ("", "white_balance", 6500, "K", APPLIED) in got

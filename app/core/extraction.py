@@ -285,7 +285,8 @@ class Extractor:
             out += later
             out += self._sibling(spec, toks, used, st)
         kelvin = next((s.key for s in reversed(ctx.last) if s.unit == "K"), "") if not _LIGHT_WORDS & set(toks) else ""
-        out += self._self_describing(toks, used, status, engine_ctx, kelvin == "white_balance")
+        out += self._self_describing(toks, used, status, engine_ctx, kelvin == "white_balance",
+                                     said=[m.parameter for m in out])
         if "both" in toks and role != "assistant":
             out += self._both(toks, engine_ctx, status, [m.parameter for m in out])
         here = [s for s in (self._resolve(specs, engine_ctx) for _, _, specs in params) if s is not None]
@@ -390,6 +391,9 @@ class Extractor:
         if spec.kind == "bool":
             return self._bool(spec, toks, start, end, used)
         if spec.kind == "enum":
+            if start > 0 and toks[start - 1] == "no" and "none" in spec.values and start - 1 not in used:
+                used.add(start - 1)  # "no denoiser", "still no denoise" ("without denoising at 2%" is a test)
+                return "none", "", False
             for i in range(max(0, start - 3), start):  # "ai denoiser": the value holds the parameter's name
                 hit = self.cat.enum_value(spec, toks, i)
                 if hit and i + hit[1] == end and not used & set(range(i, start)):
@@ -690,10 +694,10 @@ class Extractor:
 
 
     def _self_describing(self, toks: list[str], used: set[int], status: str, engine: str = "",
-                         balance: bool = False) -> list[Mention]:
+                         balance: bool = False, said: list[str] = ()) -> list[Mention]:
         """Values that say what they are without a name: "f/2.8" (an aperture), "1920x1080" (a resolution)."""
         out = []
-        balance = (balance or "balance" in toks or "wb" in toks) and not any(  # a kelvin value there is the white balance,
+        balance = (balance or "balance" in toks or "wb" in toks) and "white_balance" not in said and not any(  # a kelvin value there is the white balance,
             i in used and (P.parse_number(t) or P.Number(0, "", True)).unit == "k" for i, t in enumerate(toks))  # once
         enum_end, enum_spec = -1, None  # the last enum value read: "irradiance map + light cache", "bf / lc"
         for i, tok in enumerate(toks):
@@ -707,15 +711,22 @@ class Extractor:
                     j -= 1
                 before = " " + " ".join(toks[max(0, j - 3):j])  # the cue must end right before the value
                 after = tuple(toks[i + width:i + width + 2])
-                chained = enum_end >= 0 and all(t in ("and", "plus", "with", "for", "secondary") for t in toks[enum_end:i]) \
-                    and spec != enum_spec  # "irradiance map + light cache", never "OIDN, OptiX"
+                chained = enum_end >= 0 and all(t in ("and", "plus", "with", "for", "secondary") for t in toks[enum_end:i])
+                if chained and spec == enum_spec and shared:  # "GI BF+BF": the second is the other one's
+                    spec = self._sharing(spec, value) or spec
+                chained = chained and spec != enum_spec  # "irradiance map + light cache", never "OIDN, OptiX"
+                nxt_enum = self.cat.bare_value(toks, i + width, engine) if shared else None
+                paired = nxt_enum is not None and nxt_enum[0] != spec and nxt_enum[0].key.split("_")[-1] == spec.key.split("_")[-1] \
+                    and status != PROPOSED  # "BF + LC", "done, brute force + light cache": a pair said as one
                 chained = chained or toks[j - 1:j] == ["and"] and _has(" " + " ".join(toks[:j]) + " ", _SETTING_VERBS)
                 back = status != PROPOSED and any(before.endswith(f" {r}") for r in _RESTORE)
                 cued = any(before.endswith(f" {c}") for c in (_SHARED_ENUM_CUES if shared else _ENUM_CUES))
                 if shared:  # a value two parameters share needs a plain cue: "GI is bf + lc", "keeping brute force"
-                    said = chained or cued or back
+                    said = chained or cued or back or paired
                 else:
                     said = chained or cued or after in _ENUM_AFTER or after[:1] in (("it's",), ("on",)) \
+                        or toks[j - 1:j] == ["went"] or (j > 0 and j - 1 in used and P.parse_number(toks[j - 1]) is not None
+                                                          and status != PROPOSED) \
                         or (after[:1] == ("mode",) and toks[j - 1:j] not in (["in"], ["the"])) \
                         or (i == 0 and (len(toks) <= width + 2  # "path tracing, 3000 samples, …": a list of settings
                                         or P.parse_number(toks[i + width]) is not None))
@@ -739,11 +750,16 @@ class Extractor:
             if num is not None and "->" in toks[i + 1:i + 3]:
                 continue  # "6500 K -> 5500 K": the value it was
             unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm", "k") else "")
+            if num is not None and (num.unit or nxt) in _DEGREES and (
+                    _HDRI_WORDS & set(toks) or {"rotated", "rotation", "rotate"} & set(toks) and not _LIGHT_WORDS & set(toks)):
+                unit = "°"  # "the dome's rotated 45 degrees", "hdri at 172 deg"
+            near = set(toks[max(0, i - 5):i])
+            kelvin_for = "white_balance" if near & _CAMERA_WORDS else "light_temperature" if near & _LIGHT_WORDS else None
             key = ("f_stop" if tok.startswith("f/") else "resolution" if P.resolution(tok)
                    else "shutter_speed" if _SHUTTER.fullmatch(tok) and nxt not in _NOT_SHUTTER
                    and (i == 0 or toks[i - 1] not in ("the", "of"))
-                   else ("white_balance" if balance else "light_temperature") if unit == "k"
-                   else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate"}.get(unit))
+                   else (kelvin_for or ("white_balance" if balance else "light_temperature")) if unit == "k"
+                   else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate", "°": "hdri_rotation"}.get(unit))
             if key == "focal_length" and (not 4 <= num.value <= 2400 or nxt in _SIZE_AFTER
                                           or toks[i + 1:i + 2] == ["mm"] and toks[i + 2:i + 3] and toks[i + 2] in _SIZE_AFTER):
                 key = None  # "the crystal is 1.2mm thick", "12 mm thick glass": a size, not a lens
@@ -763,11 +779,17 @@ class Extractor:
                 said_no = status == APPLIED and (i > 0 and toks[i - 1] in ("no", "not")  # "so no f/4"
                                                  or _turned_down(toks, i))  # "f/5.6 made the background too busy"
                 st = REJECTED if said_no else status
+                back = status != PROPOSED and self._restore_before(toks, i)  # "put the camera back to 6500K"
                 if st == REJECTED and not said_no and not _cue_after(toks, i, _REJECT_VALUE_CUES) \
-                        and not _turned_down(toks, i) and _has(" " + " ".join(toks[max(0, i - 5):i]) + " ", _SETTING_VERBS):
+                        and not _turned_down(toks, i) and (back or _has(" " + " ".join(toks[max(0, i - 5):i]) + " ", _SETTING_VERBS)):
                     st = APPLIED  # "the white balance is back to 5200K and I set the key to 4500K"
-                out.append(_mention(spec, got[0], got[1], st))
+                out.append(replace(_mention(spec, got[0], got[1], st), restore=back and st == APPLIED))
         return out
+
+    def _sharing(self, spec: ParamSpec, value: str) -> ParamSpec | None:
+        """The other parameter of this engine that has the enum value ``spec`` claims ("bf": secondary GI)."""
+        return next((s for s in self.cat.specs.values() if s.engine == spec.engine and s.kind == "enum"
+                     and s != spec and value in s.values and s.key.split("_")[-1] == spec.key.split("_")[-1]), None)
 
     @staticmethod
     def _restore_before(toks: list[str], i: int) -> bool:
@@ -957,7 +979,7 @@ _REJECT_STRONG = ("didn't help", "did not help", "didn't work", "did not work", 
                   "that's worse", "it's worse", "was worse", "is worse", "even worse", "killed", "ruined",
                   "not doing", "won't do", "not going with", "skipping the", "skip the", "changed my mind")
 _SETTING_VERBS = ("set", "use", "using", "went with", "going with", "changed", "switched", "bumped", "lowered",
-                  "raised", "increased", "decreased", "dropped", "settled on")
+                  "raised", "increased", "decreased", "dropped", "settled on", "put", "kept")
 _REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more",
                   "not going to", "not going", "rather than")
 _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took forever", "too dark", "too expensive",
@@ -968,7 +990,10 @@ _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took fore
 
 _NAMED_RESOLUTIONS = {("4k", "dci"): "4096x2160", ("2k", "dci"): "2048x1080", ("4k", "uhd"): "3840x2160",
                       ("uhd", ""): "3840x2160"}
-_BY_CONTEXT = {(ANY, "light_intensity"): ({"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}, "hdri_intensity")}
+_HDRI_WORDS = {"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}
+_DEGREES = {"°", "deg", "degrees", "degree"}
+_CAMERA_WORDS = {"camera", "cam", "wb", "balance"}
+_BY_CONTEXT = {(ANY, "light_intensity"): (_HDRI_WORDS, "hdri_intensity")}
 _VALUE_THEN = (["stays"], ["it's"], ["ok"], ["now"], ["yes"], ["yep"], ["yup"], ["set"], ["nice"], ["works"], ["fixed"], ["okay"])
 _VALUE_THEN_PAIRS = (("it", "is"), ("it's",), ("is", "fine"), ("is", "good"), ("did", "it"), ("looks", "good"),
                      ("fixed", "it"))
@@ -995,7 +1020,9 @@ _TOO_WHAT = {"soft", "dark", "dim", "flat", "slow", "noisy", "orange", "blue", "
              "blown", "crushed", "moody", "gloomy", "sluggish", "costly", "risky", "zoomed", "tele", "close", "far",
              "blurred", "sharp", "crunchy", "mushy", "smeary", "noisey", "wobbly"}
 _LIGHT_WORDS = {"light", "lights", "lamp", "lamps", "key", "fill", "rim", "sun", "softbox", "practical", "practicals",
-                "area", "spot", "bulb", "bulbs", "led", "kicker", "backlight"}
+                "area", "spot", "bulb", "bulbs", "led", "kicker", "backlight", "chandelier", "chandeliers", "sconce",
+                "sconces", "pendant", "pendants", "lantern", "lanterns", "candle", "candles", "neon", "tube", "tubes",
+                "strip", "strips", "emitter", "emitters", "lamp", "streetlight", "streetlights", "headlight", "headlights"}
 # the headings of render-settings panels, and the word their entries leave out
 _HEADINGS = {"depth": ("depth", "ray depth"), "depths": ("depth",), "paths": ("bounces",), "bounces": ("bounces",),
              "clamping": ("clamp",), "clamp": ("clamp",), "caustics": ("caustics",), "samples": ("samples",),
