@@ -531,3 +531,19 @@ def test_enum_pairs_no_denoiser_degrees_and_kelvin_by_the_nearest_noun(shipped):
         ("", "light_temperature", 2700, "K", APPLIED)]
     got = said(shipped, "corona. Kept the chandeliers at 2400K and put the camera back to 6500K.")[0]
     assert ("", "light_temperature", 2400, "K", APPLIED) in got and ("", "white_balance", 6500, "K", APPLIED) in got
+
+
+def test_confirmations_that_count_or_except_and_leaving_it_as_it_is(shipped):
+    offer = ("assistant", "Set camera AA to 5, diffuse samples 2, specular samples 2 and adaptive threshold 0.015.")
+    got = said(shipped, "arnold sneaker", offer, "I set everything as you listed except the specular samples.")[2]
+    assert got == [("arnold", "camera_aa_samples", 5, "", APPLIED), ("arnold", "diffuse_samples", 2, "", APPLIED),
+                   ("arnold", "adaptive_threshold", 0.015, "", APPLIED)]
+    assert said(shipped, "arnold sneaker", offer, "Did the first two. Renders in 9 minutes now.")[2] == [
+        ("arnold", "camera_aa_samples", 5, "", APPLIED), ("arnold", "diffuse_samples", 2, "", APPLIED)]
+    # "leaving it" keeps what is there: the proposal is not taken
+    assert said(shipped, "redshift", ("assistant", "You could raise light samples to 256."), "ok leaving it.")[2] == []
+
+
+def test_an_engine_named_in_a_comparison_does_not_change_the_engine(shipped):
+    got = said(shipped, "arnold sneaker", "I put the diffuse depth at 3 to match the Redshift look, camera AA 5")
+    assert got[1] == [("arnold", "diffuse_depth", 3, "", APPLIED), ("arnold", "camera_aa_samples", 5, "", APPLIED)]

@@ -24,7 +24,7 @@ MAX_TEXT = 20_000  # settings come from the head of a huge paste
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
 _JOIN = {"@", "already", "still", "all", "actually", "locked", "really", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
-         "down", "up", "into", "are", "were", "was", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
+         "down", "up", "into", "are", "were", "was", "stayed", "been", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
          "kept", "left", "leaving", "i", "we", "did", "have", "has", "keep", "bumped", "dropped", "raised", "lowered",
          "pushed", "pulled", "cranked", "turned", "moved", "changed", "reduced", "increased", "went"}
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
@@ -190,7 +190,8 @@ class Extractor:
                 continue
             toks = self._shared_word(self._under_heading(toks, engine_ctx), engine_ctx)
             found = self.cat.find(toks)
-            engines = [w for _, _, w in found if isinstance(w, str)]
+            engines = [w for start, _, w in found if isinstance(w, str)
+                       and not _COMPARED & set(toks[max(0, start - 3):start])]  # "to match the Redshift look"
             if engines:
                 engine_ctx = engines[-1]
             status = _status(sentence, toks, role)
@@ -356,6 +357,10 @@ class Extractor:
             out.append(tok)
             if tok in _HEADINGS and (P.parse_number(nxt) is not None or nxt in ("are", "is", ":", "at")):
                 kind = _HEADINGS[tok]
+            elif not kind and tok.isalpha() and P.parse_number(nxt) is not None:
+                alone = [s for s in self.cat._phrases.get((tok,), ()) if s.engine == engine]
+                if len(alone) == 1 and alone[0].key.split("_")[-1] in _HEADINGS:  # "refraction 2, diffuse 2"
+                    kind = _HEADINGS[alone[0].key.split("_")[-1]]
         return out
 
     def _in_context(self, spec: ParamSpec, toks: list[str], start: int, before: list[str] = ()) -> ParamSpec:
@@ -863,14 +868,17 @@ class Extractor:
                 if phrase in low:
                     out.append(_mention(bools[0], value, "", APPLIED if status != PROPOSED else PROPOSED))
                     return out
-        if named and status == APPLIED and ctx.proposals:  # "I applied the first three but kept transmission at 12"
+        if named and status != PROPOSED and ctx.proposals:  # "I applied the first three but kept transmission at 12"
             taken = _taken(ctx.proposals, toks, tuple(s.ident for s in here))
             if taken:
                 out += taken
         loose_numbers = any(n and i not in used and not _not_a_value(toks, i) for i, n in enumerate(parsed))
         if not values and not named and not stated and not loose_numbers and status != REJECTED and ctx.proposals \
-                and _confirms(low, toks):
-            out += _confirmed(ctx.proposals, toks)
+                and not _has(low, _LEAVING):  # "ok leaving it": what is there stays, the proposal is not taken
+            if _confirms(low, toks):
+                out += _confirmed(ctx.proposals, toks)
+            else:
+                out += _taken(ctx.proposals, toks) or []  # "Did the first two."
         return out
 
     def _rejection(self, toks: list[str], used: set[int], ctx: Context, fallback: bool = True) -> list[Mention]:
@@ -990,6 +998,7 @@ _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took fore
 
 _NAMED_RESOLUTIONS = {("4k", "dci"): "4096x2160", ("2k", "dci"): "2048x1080", ("4k", "uhd"): "3840x2160",
                       ("uhd", ""): "3840x2160"}
+_COMPARED = {"match", "matching", "like", "than", "vs", "versus", "compared", "unlike", "similar"}
 _HDRI_WORDS = {"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}
 _DEGREES = {"°", "deg", "degrees", "degree"}
 _CAMERA_WORDS = {"camera", "cam", "wb", "balance"}
@@ -1242,9 +1251,15 @@ def _taken(proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -
     """"I applied the first three", "done on both", "went with your second suggestion", "did all of
     those": the proposals a message takes by count or order (None: it does not say)."""
     low = " " + " ".join(toks) + " "
+    but = re.search(r"\b(?:everything|all of it|all of them|the rest|all)\b(?: \w+){0,4} (?:except|but|apart from|bar|other than)\b",
+                    low)  # "everything but the denoiser", "I set everything as you listed except the diffuse depth"
+    if but and named:
+        after = set(low[but.end():].split()[:4]) - {"the", "a", "that", "which", "and"}
+        return [replace(p, status=APPLIED) for p in proposals if not isinstance(p.value, tuple)
+                and not ((p.engine, p.parameter) in named and set((p.name or p.parameter).lower().split()) & after)]
+    single = [p for p in proposals if not isinstance(p.value, tuple) and (p.engine, p.parameter) not in named]
     if not any(f" {t} " in low for t in _TOOK):
         return None
-    single = [p for p in proposals if not isinstance(p.value, tuple) and (p.engine, p.parameter) not in named]
     for i, tok in enumerate(toks):
         n = _ORDINALS.get(tok)
         if n is not None and i + 1 < len(toks) and toks[i + 1] in _COUNTS and n == 0:  # "the first three"
@@ -1281,6 +1296,10 @@ def _took_by_name(spec: ParamSpec, toks: list[str], start: int, end: int,
             or after[0] in ("done", "applied", "change's"))):
         return replace(offered[0], status=APPLIED)
     return None
+
+
+_LEAVING = ("leaving it", "leave it", "leaving that", "leave that", "keep it as is", "keeping it as is", "as it is",
+            "leaving it as is", "not touching it", "won't touch it", "left it", "leaving them", "leave them")
 
 
 def _confirms(low: str, toks: list[str]) -> bool:
