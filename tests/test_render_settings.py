@@ -61,7 +61,8 @@ def test_numbers_are_read_the_way_artists_write_them():
     assert parse_number("2k").unit == "k" and parse_number("35mm").unit == "mm"
     assert parse_number("2024.1.2") is None  # a version, not a value
     specs = {s.key: s for s in specs_from_dict(TAXONOMY)}
-    assert parse_value(specs["max_samples"], "2k") == (2000, "")
+    assert parse_value(specs["max_samples"], "2k") == (2048, "")  # 1k, 2k, 4k samples are powers of two
+    assert parse_value(specs["max_samples"], "16k") == (16000, "")
     assert parse_value(specs["kernel"], "Path Tracing") == ("path_tracing", "")
     assert parse_value(specs["adaptive_sampling"], "off") == (False, "")
     with pytest.raises(ValueError, match="whole number"):
@@ -547,3 +548,16 @@ def test_confirmations_that_count_or_except_and_leaving_it_as_it_is(shipped):
 def test_an_engine_named_in_a_comparison_does_not_change_the_engine(shipped):
     got = said(shipped, "arnold sneaker", "I put the diffuse depth at 3 to match the Redshift look, camera AA 5")
     assert got[1] == [("arnold", "diffuse_depth", 3, "", APPLIED), ("arnold", "camera_aa_samples", 5, "", APPLIED)]
+
+
+def test_apertures_abbreviations_and_words_another_engine_owns(shipped):
+    assert said(shipped, "octane. f8 looked too flat, f5.6 is the one")[0] == [
+        ("", "f_stop", 8, "", REJECTED), ("", "f_stop", 5.6, "", APPLIED)]
+    assert said(shipped, "octane. fl 85 yes. f2.8.")[0] == [("", "focal_length", 85, "mm", APPLIED), ("", "f_stop", 2.8, "", APPLIED)]
+    # "pt samples" is Karma's; in Octane the words are the PT kernel and the samples
+    assert said(shipped, "octane. kernel pt, samples 1024, gi clamp 50, diffuse 6 spec 8 glossy 4")[0] == [
+        ("octane", "kernel", "path_tracing", "", APPLIED), ("octane", "max_samples", 1024, "", APPLIED),
+        ("octane", "gi_clamp", 50, "", APPLIED), ("octane", "diffuse_depth", 6, "", APPLIED),
+        ("octane", "specular_depth", 8, "", APPLIED), ("octane", "glossy_depth", 4, "", APPLIED)]
+    assert said(shipped, "karma xpu. pt samples 64")[0] == [("karma", "path_traced_samples", 64, "", APPLIED)]
+    assert said(shipped, "octane. coherent ratio 0, 1k samples")[0][-1] == ("octane", "max_samples", 1024, "", APPLIED)

@@ -194,6 +194,8 @@ class Extractor:
                        and not _COMPARED & set(toks[max(0, start - 3):start])]  # "to match the Redshift look"
             if engines:
                 engine_ctx = engines[-1]
+            if engine_ctx and any(not isinstance(w, str) and self._resolve(w, engine_ctx) is None for _, _, w in found):
+                found = self.cat.find(toks, engine_ctx)  # "kernel pt, samples 1024" in Octane
             status = _status(sentence, toks, role)
             # "…, back to 25"; "Set it to 8."; "It's at 2." (what the model just asked about)
             running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked) + ctx.asked + tuple(named))

@@ -77,6 +77,7 @@ def specs_from_dict(data: dict) -> list[ParamSpec]:
 _TOKEN = re.compile(
     r"->|=>|→"  # "8 -> 4": a change, from the first value to the second
     r"|f/\d+(?:[.,]\d+)?"  # f/2.8
+    r"|f\d{1,2}(?:[.,]\d)?(?!\w|[.,]\d)"  # f5.6, f2.8
     r"|\d+\s?[x×]\s?\d+(?!\d|\.\d)"  # 1920x1080 (a full stop may follow)
     r"|\d{3,5} by \d{3,5}(?!\d|\.\d)"  # 2048 by 858
     r"|\d{1,2}:\d{2}(?::\d{2})?(?![\d])"  # 8:00:00, 15:00 (a time, never a number)
@@ -130,6 +131,7 @@ _RES = re.compile(r"^(\d+)\s?(?:[x×]|by)\s?(\d+)$")
 _TRUE = {"on", "true", "yes", "enabled", "enable", "checked", "active"}
 _FALSE = {"off", "false", "no", "disabled", "disable", "unchecked", "none"}
 MULTIPLIERS = {"k": 1000}
+_BINARY_K = {1, 2, 4}  # "1k", "2k", "4k" samples: 1024, 2048, 4096 (but "16k" is 16000)
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,7 @@ def number_for(spec: ParamSpec, num: Number) -> tuple[float | int, str] | None:
     accepted = {spec.unit.lower(), *spec.units} - {""}
     if unit:
         if unit in MULTIPLIERS and spec.kind == "int" and unit not in accepted:
-            value, unit = value * MULTIPLIERS[unit], ""
+            value, unit = value * (1024 if unit == "k" and value in _BINARY_K else MULTIPLIERS[unit]), ""
         elif unit in accepted:
             unit = spec.unit
         elif unit == "x" and spec.kind in ("int", "number"):
@@ -274,15 +276,18 @@ class Catalogue:
                                       for phrase in (value.replace("_", " "), *says)] for s in specs if s.values}
         self.engine_list = sorted({s.engine for s in specs if s.engine} | set((engine_names or {}).keys()))
 
-    def find(self, toks: list[str]) -> list[tuple[int, int, object]]:
+    def find(self, toks: list[str], engine: str = "") -> list[tuple[int, int, object]]:
         """(start, end, what) for each longest match left to right: ``what`` is a list of
-        ParamSpec candidates (the same words in several engines) or an engine name (str)."""
+        ParamSpec candidates (the same words in several engines) or an engine name (str). With an
+        ``engine``, words that name nothing in it give way to shorter ones ("pt samples" in Octane is
+        the PT kernel, then "samples")."""
         found = []
         i, n = 0, len(toks)
         while i < n:
             for size in range(min(self._longest, n - i), 0, -1):
                 key = tuple(toks[i:i + size])
-                if key in self._phrases:
+                if key in self._phrases and (not engine or size == 1 or any(
+                        s.engine in (engine, ANY) for s in self._phrases[key])):
                     found.append((i, i + size, self._phrases[key]))
                     i += size
                     break
