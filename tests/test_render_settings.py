@@ -561,3 +561,29 @@ def test_apertures_abbreviations_and_words_another_engine_owns(shipped):
         ("octane", "specular_depth", 8, "", APPLIED), ("octane", "glossy_depth", 4, "", APPLIED)]
     assert said(shipped, "karma xpu. pt samples 64")[0] == [("karma", "path_traced_samples", 64, "", APPLIED)]
     assert said(shipped, "octane. coherent ratio 0, 1k samples")[0][-1] == ("octane", "max_samples", 1024, "", APPLIED)
+
+
+def test_durations_switches_with_their_numbers_and_short_names(shipped):
+    # "3m40" and "1h31" are durations, never values
+    assert said(shipped, "karma. reflection limit was 1. 4 now, chrome ok. 3m40")[0] == [
+        ("karma", "reflection_limit", 1, "", REJECTED), ("karma", "reflection_limit", 4, "", APPLIED)]
+    assert said(shipped, "vray. mri 10 done. 1h31")[0] == [("vray", "max_ray_intensity", 10, "", APPLIED)]
+    assert said(shipped, "octane. diffuse depth was 4, now 10.")[0] == [("octane", "diffuse_depth", 10, "", APPLIED)]
+    # numbers said with a switch are its own settings
+    assert said(shipped, "octane. clamp 20, adaptive on 0.02")[0] == [
+        ("octane", "gi_clamp", 20, "", APPLIED), ("octane", "adaptive_noise_threshold", 0.02, "", APPLIED),
+        ("octane", "adaptive_sampling", True, "", APPLIED)]
+    assert said(shipped, "octane. adaptive 0.03 256. 12 min")[0] == [
+        ("octane", "adaptive_sampling", True, "", APPLIED), ("octane", "adaptive_noise_threshold", 0.03, "", APPLIED),
+        ("octane", "adaptive_min_samples", 256, "", APPLIED)]
+    # an ordinary word is not "corrected" into a taxonomy word ("times" is not "time")
+    assert said(shipped, "octane. adaptive sampling 5 times slower") == [[]]
+    assert said(shipped, "redshift. primary BF, secondary none, bounces 1")[0] == [
+        ("redshift", "primary_gi_engine", "brute_force", "", APPLIED), ("redshift", "secondary_gi_engine", "none", "", APPLIED),
+        ("redshift", "gi_bounces", 1, "", APPLIED)]
+    assert said(shipped, "corona. noise 4 %, passes 180. 38 min")[0] == [
+        ("corona", "noise_level_limit", 4, "%", APPLIED), ("corona", "passes_limit", 180, "", APPLIED)]
+    assert said(shipped, "octane, 1080p 24 fps")[0] == [("", "resolution", "1920x1080", "px", APPLIED),
+                                                        ("", "frame_rate", 24, "fps", APPLIED)]
+    assert said(shipped, "vray", ("assistant", "Max subdivs 16, or 32 if the leaves still crawl."), "your second suggestion")[2] \
+        == [("vray", "max_subdivs", 32, "", APPLIED)]

@@ -27,7 +27,7 @@ _JOIN = {"@", "already", "still", "all", "actually", "locked", "really", "somewh
          "down", "up", "into", "are", "were", "was", "stayed", "been", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
          "kept", "left", "leaving", "i", "we", "did", "have", "has", "keep", "bumped", "dropped", "raised", "lowered",
          "pushed", "pulled", "cranked", "turned", "moved", "changed", "reduced", "increased", "went"}
-_BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and"}
+_BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and", "on"}  # "did 10 on the clamp"
 
 _QUESTION_START = {"should", "could", "can", "would", "what", "how", "shall", "is", "does", "do", "why", "which"}
 _PROPOSAL = ("try", "trying", "maybe", "perhaps", "could", "might", "what if", "what about", "how about",
@@ -90,8 +90,13 @@ _BOOL_ON = ("enable", "enabled", "turn on", "turned on", "switch on", "switched 
             "use", "using", "add", "added", "check", "checked", "tick", "ticked")
 _BOOL_OFF = ("disable", "disabled", "turn off", "turned off", "switch off", "switched off", "deactivate",
              "deactivated", "without", "no", "remove", "removed", "uncheck", "unchecked", "untick", "kill", "killed")
+# ordinary words one letter away from a taxonomy word, never "corrected" ("times" is not "time", "would" not "world")
+_COMMON = {"times", "would", "could", "should", "world", "words", "works", "lines", "steps", "later", "sides", "tiles",
+           "files", "nodes", "cards", "hours", "takes", "makes", "looks", "seems", "shots", "frames", "scenes", "lights",
+           "passes", "there", "these", "those", "where", "which", "while", "after", "under", "other", "close", "since",
+           "still", "think", "thing", "things", "point", "light", "limit", "sample", "ample", "rates", "dates"}
 _NOT_VALUES = {"frame", "frames", "shot", "version", "v", "gb", "mb", "gigs", "gig", "vram", "tb", "minutes", "minute", "min", "mins", "hours",
-               "hour", "h", "seconds", "sec", "secs", "fps", "lights", "light", "times", "x", "percent"}
+               "hour", "h", "seconds", "sec", "secs", "fps", "lights", "light", "times", "time", "x", "percent"}
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,7 @@ class Extractor:
     # ---- typos ------------------------------------------------------------------------------------
     def _fix(self, tok: str) -> str:
         """A one-letter typo of a taxonomy word ("calmp", "smaples", "deapth", "limti") → the word."""
-        if len(tok) < 5 or not tok.isalpha() or tok in self._vocab:
+        if len(tok) < 5 or not tok.isalpha() or tok in self._vocab or tok in _COMMON:
             return tok
         hit = None
         for i in range(len(tok)):  # one letter too many
@@ -250,12 +255,19 @@ class Extractor:
                 if took is not None:
                     out.append(took)
                     continue
+            if got is None and spec.kind == "bool" and role != "assistant":
+                own = self._with_switch(spec, toks, end, used, status)  # "adaptive 0.03 256": on, with its values
+                if own:
+                    out += [_mention(spec, True, "", status), *own]
+                    continue
             if got is None:
                 bare = self.cat.bare_value(toks, start, engine_ctx)
                 if bare is not None and bare[2] == end - start:  # "bf / lc": a GI engine, not "lc subdivs"
                     used.difference_update(range(start, end))
                 continue
             value, unit, restore = got
+            if spec.kind == "bool" and value is True and role != "assistant":
+                out += self._with_switch(spec, toks, max(used - taken, default=end - 1) + 1, used, status)
             at = min(used - taken) if used - taken else start
             st = status
             if status == PROPOSED and role == "user" and _states(toks, start, end, at):
@@ -416,7 +428,8 @@ class Extractor:
                 if i in used:
                     break
                 hit = self.cat.enum_value(spec, toks, i)
-                if hit and before and i + hit[1] in starts:  # "brute force primary, light cache secondary"
+                if hit and before and i + hit[1] in starts and not used & set(range(before[0], start)):
+                    # "brute force primary, light cache secondary" ("primary BF, secondary none" is not that)
                     used.update(range(before[0], start))
                     return before[1][0], "", False
                 if hit and i > 0 and toks[i - 1] == "from":  # "switched the kernel from path tracing to PMC"
@@ -464,6 +477,12 @@ class Extractor:
                     return before[0], before[1], False
             if got is not None:
                 value, unit, width = got
+                step = 2 if toks[i + width:i + width + 2] in (["and", "now"], ["then", "now"]) else 1
+                if toks[i + width:i + width + 1] in (["->"], ["now"]) or step == 2:  # "8 -> 4", "was 4, now 10"
+                    later = self._read(spec, toks, i + width + step, used) if i + width + step < n else None
+                    if later is not None and i + width + step not in used and not _not_a_value(toks, i + width + step):
+                        used.update(range(i, i + width + step + later[2]))
+                        return later[0], later[1], False
                 if toks[i + width:i + width + 1] == ["->"] and i + width + 1 < n:  # "diffuse depth 8 -> 4"
                     later = self._read(spec, toks, i + width + 1, used)
                     if later is not None:
@@ -502,6 +521,24 @@ class Extractor:
             if toks[i] not in _BEFORE_JOIN:
                 break
         return None
+
+    def _with_switch(self, spec: ParamSpec, toks: list[str], j: int, used: set[int], status: str) -> list[Mention]:
+        """Numbers said right after a switch turned on belong to its own settings: "adaptive on 0.02"
+        is the adaptive threshold, "adaptive on 0.03 256" the threshold and the min samples."""
+        word = spec.key.split("_")[0]
+        own = [s for s in self.cat.specs.values() if s.engine == spec.engine and s != spec
+               and s.key.split("_")[0] == word and s.kind in ("number", "int")]
+        out: list[Mention] = []
+        while j < len(toks) and j not in used and own:
+            got = next(((s, g) for s in own if (g := self._read(s, toks, j, used)) is not None), None)
+            if got is None or _not_a_value(toks, j):
+                break
+            s, (value, unit, width) = got
+            used.update(range(j, j + width))
+            out.append(_mention(s, value, unit, status))
+            own.remove(s)
+            j += width
+        return out
 
     def _alternatives(self, spec: ParamSpec, toks: list[str], used: set[int], lo: int, hi: int):
         """Other values offered with "or" next to the one read at toks[lo:hi] ("2 or 4", "3 or 4 SSS
@@ -723,7 +760,7 @@ class Extractor:
                     spec = self._sharing(spec, value) or spec
                 chained = chained and spec != enum_spec  # "irradiance map + light cache", never "OIDN, OptiX"
                 nxt_enum = self.cat.bare_value(toks, i + width, engine) if shared else None
-                paired = nxt_enum is not None and nxt_enum[0] != spec and nxt_enum[0].key.split("_")[-1] == spec.key.split("_")[-1] \
+                paired = nxt_enum is not None and nxt_enum[0].key.split("_")[-1] == spec.key.split("_")[-1] \
                     and status != PROPOSED  # "BF + LC", "done, brute force + light cache": a pair said as one
                 chained = chained or toks[j - 1:j] == ["and"] and _has(" " + " ".join(toks[:j]) + " ", _SETTING_VERBS)
                 back = status != PROPOSED and any(before.endswith(f" {r}") for r in _RESTORE)
@@ -999,7 +1036,8 @@ _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took fore
 
 
 _NAMED_RESOLUTIONS = {("4k", "dci"): "4096x2160", ("2k", "dci"): "2048x1080", ("4k", "uhd"): "3840x2160",
-                      ("uhd", ""): "3840x2160"}
+                      ("uhd", ""): "3840x2160", ("720p", ""): "1280x720", ("1080p", ""): "1920x1080",
+                      ("1440p", ""): "2560x1440", ("2160p", ""): "3840x2160"}
 _COMPARED = {"match", "matching", "like", "than", "vs", "versus", "compared", "unlike", "similar"}
 _HDRI_WORDS = {"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}
 _DEGREES = {"°", "deg", "degrees", "degree"}
@@ -1228,7 +1266,7 @@ def _status(sentence: str, toks: list[str], role: str) -> str:
 _ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "latter": -1, "last": -1}
 _COUNTS = {"both": 2, "two": 2, "three": 3, "four": 4, "all": 9, "everything": 9, "those": 9, "these": 9}
 _TOOK = ("applied", "did", "done", "went with", "took", "used", "using", "set", "tried", "followed", "changed",
-         "made", "put")
+         "made", "put", "trying", "going with", "go with", "take", "taking", "doing")
 
 
 def _confirmed(proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]:
@@ -1260,7 +1298,8 @@ def _taken(proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -
         return [replace(p, status=APPLIED) for p in proposals if not isinstance(p.value, tuple)
                 and not ((p.engine, p.parameter) in named and set((p.name or p.parameter).lower().split()) & after)]
     single = [p for p in proposals if not isinstance(p.value, tuple) and (p.engine, p.parameter) not in named]
-    if not any(f" {t} " in low for t in _TOOK):
+    if not any(f" {t} " in low for t in _TOOK) and not (len(toks) <= 5 and any(
+            t in _ORDINALS and toks[k + 1:k + 2] in (["suggestion"], ["one"], ["option"]) for k, t in enumerate(toks))):
         return None
     for i, tok in enumerate(toks):
         n = _ORDINALS.get(tok)

@@ -81,6 +81,7 @@ _TOKEN = re.compile(
     r"|\d+\s?[x×]\s?\d+(?!\d|\.\d)"  # 1920x1080 (a full stop may follow)
     r"|\d{3,5} by \d{3,5}(?!\d|\.\d)"  # 2048 by 858
     r"|\d{1,2}:\d{2}(?::\d{2})?(?![\d])"  # 8:00:00, 15:00 (a time, never a number)
+    r"|\d{1,3}[hm]\d{1,2}s?(?![\d])"  # 3m40, 1h31, 6m48s: a duration, never a value
     r"|1/\d+(?!\d|\.\d)"  # 1/125
     r"|[-+]?\d+(?:[.,]\d+)*(?:%|°|[a-zA-Z]+)?"  # 10  0.5  1,024  2k  35mm  5600K  +0.5ev
     r"|[a-z][a-z0-9]*(?:['’][a-z]+|[-_][a-z0-9]+)*"
