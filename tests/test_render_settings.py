@@ -587,3 +587,15 @@ def test_durations_switches_with_their_numbers_and_short_names(shipped):
                                                         ("", "frame_rate", 24, "fps", APPLIED)]
     assert said(shipped, "vray", ("assistant", "Max subdivs 16, or 32 if the leaves still crawl."), "your second suggestion")[2] \
         == [("vray", "max_subdivs", 32, "", APPLIED)]
+
+
+def test_pasted_checkboxes_scientific_values_and_switches_told_before_and_after(shipped):
+    assert said(shipped, "octane c4d:\nAlpha shadows [x]\nGI clamp 100")[0] == [
+        ("octane", "alpha_shadows", True, "", APPLIED), ("octane", "gi_clamp", 100, "", APPLIED)]
+    assert said(shipped, "cycles panel:\nDenoise [x] OpenImageDenoise")[0] == [("", "denoiser", "oidn", "", APPLIED)]
+    assert said(shipped, "octane. PT kernel, gi clamp 1e6 bc caustics")[0][-1] == ("octane", "gi_clamp", 1000000, "", APPLIED)
+    assert said(shipped, "cycles. total 24 trans 24 glossy 8. caustics refractive was off, on now")[0] == [
+        ("cycles", "max_bounces", 24, "", APPLIED), ("cycles", "transmission_bounces", 24, "", APPLIED),
+        ("cycles", "glossy_bounces", 8, "", APPLIED), ("cycles", "caustics_refractive", True, "", APPLIED)]
+    assert said(shipped, "redshift. max subdiv 4 min subdiv 0, memory 44gb")[0] == [
+        ("redshift", "max_subdivisions", 4, "", APPLIED), ("redshift", "min_subdivisions", 0, "", APPLIED)]

@@ -643,6 +643,12 @@ class Extractor:
             b = P.bool_word(toks[i])
             if b is not None and toks[i] not in ("no", "none"):
                 used.add(i)
+                for k in range(i + 1, min(len(toks), i + 4)):  # "was off, on now", "off before, now on"
+                    later = P.bool_word(toks[k])
+                    if later is not None and later != b and toks[k] not in ("no", "none") and k not in used \
+                            and "now" in toks[k - 1:k + 2]:
+                        used.add(k)
+                        return later, "", False
                 return b, "", False
             if toks[i] not in _JOIN and toks[i] not in ("was", "been", "leave", "turn", "switch", "put", "switched"):
                 break

@@ -82,6 +82,8 @@ _TOKEN = re.compile(
     r"|\d{3,5} by \d{3,5}(?!\d|\.\d)"  # 2048 by 858
     r"|\d{1,2}:\d{2}(?::\d{2})?(?![\d])"  # 8:00:00, 15:00 (a time, never a number)
     r"|\d{1,3}[hm]\d{1,2}s?(?![\d])"  # 3m40, 1h31, 6m48s: a duration, never a value
+    r"|\d+(?:\.\d+)?e[+-]?\d+(?![\w.])"  # 1e6 (Octane's GI clamp default), 1e-4
+    r"|\[[x ✓]?\]"  # a checkbox pasted from a panel: [x] on, [ ] off
     r"|1/\d+(?!\d|\.\d)"  # 1/125
     r"|[-+]?\d+(?:[.,]\d+)*(?:%|°|[a-zA-Z]+)?"  # 10  0.5  1,024  2k  35mm  5600K  +0.5ev
     r"|[a-z][a-z0-9]*(?:['’][a-z]+|[-_][a-z0-9]+)*"
@@ -101,6 +103,8 @@ def tokens(text: str) -> list[tuple[str, int]]:
         tok, at = m.group(0).lower(), m.start()
         if tok in ("=>", "→"):
             tok = "->"
+        if tok[:1] == "[":  # "Alpha shadows [x]"
+            tok = "off" if tok in ("[]", "[ ]") else "on"
         if tok.endswith(("'s", "’s")) and len(tok) > 3 and tok[:-2] not in _PRONOUNS:  # "region's on"
             out += [(tok[:-2], at), ("'s", at + len(tok) - 2)]
             continue
@@ -127,7 +131,7 @@ def word_tokens(phrase: str) -> tuple[str, ...]:
 
 
 # ---- values -----------------------------------------------------------------------------------------
-_NUM = re.compile(r"^([-+]?)(\d+(?:[.,]\d+)*)(%|°|[a-z]+)?$")
+_NUM = re.compile(r"^([-+]?)(\d+(?:[.,]\d+)*(?:e[+-]?\d+)?)(%|°|[a-z]+)?$")
 _RES = re.compile(r"^(\d+)\s?(?:[x×]|by)\s?(\d+)$")
 _TRUE = {"on", "true", "yes", "enabled", "enable", "checked", "active"}
 _FALSE = {"off", "false", "no", "disabled", "disable", "unchecked", "none"}
