@@ -599,3 +599,15 @@ def test_pasted_checkboxes_scientific_values_and_switches_told_before_and_after(
         ("cycles", "glossy_bounces", 8, "", APPLIED), ("cycles", "caustics_refractive", True, "", APPLIED)]
     assert said(shipped, "redshift. max subdiv 4 min subdiv 0, memory 44gb")[0] == [
         ("redshift", "max_subdivisions", 4, "", APPLIED), ("redshift", "min_subdivisions", 0, "", APPLIED)]
+
+
+def test_sizes_said_alone_values_turned_down_and_old_values_kept(shipped):
+    # "4k" said alone is a deliverable's size, never a sample count
+    assert said(shipped, "octane. max samples 800", "oh and client wants it in 4k now ugh. 3840x2160, same 25fps")[1] == [
+        ("", "resolution", "3840x2160", "px", APPLIED), ("", "frame_rate", 25, "fps", APPLIED)]
+    got = said(shipped, "karma. Diffuse limit 0 flattens the underside of the plume. Keeping the old value of 1.")[0]
+    assert ("karma", "diffuse_limit", 1, "", APPLIED) in got and ("karma", "diffuse_limit", 0, "", APPLIED) not in got
+    assert said(shipped, "octane. tried the clamp at 10 and it dulled the gold cap, so I've taken it off again.")[0] == [
+        ("octane", "gi_clamp", 10, "", REJECTED)]
+    assert said(shipped, "The camera report lists 4300 K, so I've used 4300 K rather than 5600.")[0] == [
+        ("", "white_balance", 4300, "K", APPLIED)]

@@ -51,7 +51,7 @@ _REJECT = ("didn't help", "did not help", "didn't work", "did not work", "doesn'
            "went back", "return to", "drop the", "ditch", "ditched", "killed", "kills", "too slow", "takes forever",
            "took forever", "too dark", "too expensive", "overkill", "too few", "not enough")
 _RESTORE = ("back to", "revert to", "reverted to", "return to", "returned to", "go back to", "went back to",
-            "roll back to", "rolled back to")
+            "roll back to", "rolled back to", "old value of", "old value", "reverting to")
 _CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "sounds good", "will do", "set", "did that",
             "going with that", "go with that", "let's do that", "let's do it", "do it", "that works", "it works",
             "applied", "changed it", "set it", "did that", "did it", "works", "worked", "good call",
@@ -65,7 +65,7 @@ _BARE_VALUE_CUES = ("new value", "moving to", "moved to", "compromise at", "comp
                     "down to", "up to", "up it to", "reduce it to", "increase it to", "took", "chose",
                     "picked", "staying at", "staying", "sticking with", "stay at", "bumped to", "dropped to", "lowered to", "raised to", "upped to", "increased to",
                     "reduced to", "bumped it", "keeping", "keep", "stays at", "stay at", "stays", "leave it at", "left it",
-                    "left it at", "leaving it at", "leaving at", "leaving it")
+                    "left it at", "leaving it at", "leaving at", "leaving it", "old value of", "old value", "value of")
 _SHARED_ENUM_CUES = ("gi", "gi is", "gi on", "is now", "now", "keeping", "keep", "staying on", "stick with",
                      "sticking with", "went with", "go with", "going with", "using", "switched to", "switch to", "gi :",
                      "current :", "currently", "currently on", "currently using",
@@ -203,9 +203,11 @@ class Extractor:
                 found = self.cat.find(toks, engine_ctx)  # "kernel pt, samples 1024" in Octane
             status = _status(sentence, toks, role)
             # "…, back to 25"; "Set it to 8."; "It's at 2." (what the model just asked about)
-            running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked) + ctx.asked + tuple(named))
+            here_so_far = tuple(s for s in named if s not in mentioned) + tuple(mentioned)
+            running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked and s not in here_so_far)
+                              + tuple(s for s in ctx.asked if s not in here_so_far) + here_so_far)
             got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines), before,
-                                 tuple(named))
+                                 here_so_far)
             before = toks
             for _, _, what in found:
                 spec = self._resolve(what, engine_ctx) if not isinstance(what, str) else None
@@ -827,7 +829,9 @@ class Extractor:
             if got is not None:
                 used.add(i)
                 said_no = status == APPLIED and (i > 0 and toks[i - 1] in ("no", "not")  # "so no f/4"
-                                                 or _turned_down(toks, i))  # "f/5.6 made the background too busy"
+                                                 or _turned_down(toks, i)  # "f/5.6 made the background too busy"
+                                                 or _has(" " + " ".join(toks[max(0, i - 3):i]) + " ",
+                                                         ("rather than", "instead of")))  # "4300 K rather than 5600"
                 st = REJECTED if said_no else status
                 back = status != PROPOSED and self._restore_before(toks, i)  # "put the camera back to 6500K"
                 if st == REJECTED and not said_no and not _cue_after(toks, i, _REJECT_VALUE_CUES) \
@@ -1030,10 +1034,11 @@ _REJECT_STRONG = ("didn't help", "did not help", "didn't work", "did not work", 
                   "scrapped", "no luck", "didn't do", "did nothing", "no difference", "rolled back", "roll back",
                   "back to", "go back", "went back", "return to", "ditch", "ditched", "forget the", "forget it",
                   "that's worse", "it's worse", "was worse", "is worse", "even worse", "killed", "ruined",
-                  "not doing", "won't do", "not going with", "skipping the", "skip the", "changed my mind")
+                  "not doing", "won't do", "not going with", "skipping the", "skip the", "changed my mind",
+                  "taken it off", "took it off", "turned it off again", "not viable", "reverting")
 _SETTING_VERBS = ("set", "use", "using", "went with", "going with", "changed", "switched", "bumped", "lowered",
                   "raised", "increased", "decreased", "dropped", "settled on", "put", "kept")
-_REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more",
+_REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more", "no need for",
                   "not going to", "not going", "rather than")
 _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took forever", "too dark", "too expensive",
                       "overkill", "too few", "not enough", "doubling", "didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
@@ -1059,7 +1064,8 @@ _DOWN_WORDS = {"worse", "flicker", "flickers", "flickered", "flickering", "dirty
                "grainy", "muddy", "harsh", "killed", "kills", "ruined", "broke", "useless", "overkill", "barely",
                "heavy", "ugly", "wrong", "bad", "slower", "crashed", "crashes", "banding", "fireflies", "gloomy",
                "murky", "mushy", "smeary", "crunchy", "splotchy", "crawly", "plasticky", "lumpy", "faceted", "jaggy",
-               "aliased", "boils", "boiling", "smeared"}
+               "aliased", "boils", "boiling", "smeared", "dulled", "dulls", "flattens", "flattened", "dims", "dimmed",
+               "smears", "crushes", "crushed", "clips", "clipped", "blotched", "washed", "kills"}
 _CLEARING_BEFORE = {"no", "without", "fewer", "less", "zero", "fixed", "fixes", "removed", "removes", "cleared",
                     "clears", "of", "tame", "tames", "tamed"}  # "because of fireflies", "no more banding"
 _CLEARED_AFTER = {"gone", "disappeared", "vanished", "fixed", "solved", "cleared", "away", "resolved"}
@@ -1098,6 +1104,8 @@ def _not_a_value(toks: list[str], i: int) -> bool:
     nxt = toks[i + 1] if i + 1 < len(toks) else ""
     prev = toks[i - 1] if i else ""
     if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
+        return True
+    if re.fullmatch(r"\d{1,2}k", toks[i]):  # "in 4k now", "convert the plates to 8k": a size, said alone
         return True
     if prev in ("shot", "frame", "frames", "fr", "version", "v", "take", "sh", "scene", "page", "cam", "camera", "episode"):
         return True
