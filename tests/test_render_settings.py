@@ -611,3 +611,21 @@ def test_sizes_said_alone_values_turned_down_and_old_values_kept(shipped):
         ("octane", "gi_clamp", 10, "", REJECTED)]
     assert said(shipped, "The camera report lists 4300 K, so I've used 4300 K rather than 5600.")[0] == [
         ("", "white_balance", 4300, "K", APPLIED)]
+
+
+def test_numbered_notes_bullets_and_tables_are_read_without_their_markers(shipped):
+    got = said(shipped, "Corona 11, kitchen. Starting point:\n1. Passes limit 0 (off), noise level limit 3%\n"
+                        "2. GI vs AA balance 16 (default)\n3. Max sample intensity 20\n4. Resolution 4000x2667 for print")[0]
+    assert got == [("corona", "passes_limit", 0, "", APPLIED), ("corona", "noise_level_limit", 3, "%", APPLIED),
+                   ("corona", "gi_vs_aa_balance", 16, "", APPLIED), ("corona", "max_sample_intensity", 20, "", APPLIED),
+                   ("", "resolution", "4000x2667", "px", APPLIED)]
+    assert said(shipped, "Arnold 7.2. Current baseline:\n1) Camera AA 4\n2) SSS 3\n3) Adaptive threshold 0.015")[0] == [
+        ("arnold", "camera_aa_samples", 4, "", APPLIED), ("arnold", "sss_samples", 3, "", APPLIED),
+        ("arnold", "adaptive_threshold", 0.015, "", APPLIED)]
+    assert said(shipped, "corona. noise limit 3%", "8. The chrome tap has sparkly pixels though.")[1] == []
+    assert said(shipped, "cycles.\n- max samples 1024\n- clamp indirect 10")[0] == [
+        ("cycles", "max_samples", 1024, "", APPLIED), ("cycles", "clamp_indirect", 10, "", APPLIED)]
+    got = said(shipped, "redshift. restating:\n| setting | value |\n|---|---|\n| adaptive threshold | 0.01 |\n| GI | BF / IPC |")[0]
+    assert got == [("redshift", "adaptive_error_threshold", 0.01, "", APPLIED),
+                   ("redshift", "primary_gi_engine", "brute_force", "", APPLIED),
+                   ("redshift", "secondary_gi_engine", "irradiance_point_cloud", "", APPLIED)]

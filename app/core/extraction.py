@@ -181,7 +181,7 @@ class Extractor:
 
     # ---- the message ------------------------------------------------------------------------------
     def extract(self, text: str, role: str, ctx: Context = Context()) -> tuple[list[Mention], Context]:
-        text = text[:MAX_TEXT]
+        text = _layout(text[:MAX_TEXT])
         out: list[Mention] = []
         engine_ctx = ctx.engine
         mentioned: list[ParamSpec] = []
@@ -1215,6 +1215,25 @@ _ASKING_HEAD = re.compile(r"\b(?:should|could|would|what|how|why|which|maybe|try
 
 _LATER = re.compile(r"\b(?:maybe|might|perhaps|probably|possibly|thinking of|thinking about|will try|i'll try|"
                     r"could try|tomorrow|later|next time)\b")
+
+
+_MARKER = re.compile(r"^[ \t]*(?:\(?\d{1,2}[.)]|[-*•▪–])[ \t]+", re.M)  # "1) ", "2. ", "- ", "• "
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}.*$", re.M)  # |---|---|
+_TABLE_ROW = re.compile(r"^[ \t]*\|(.+?)\|(.+?)\|?[ \t]*$", re.M)  # | setting | value |
+
+
+def _layout(text: str) -> str:
+    """Pasted notes read as sentences: list markers go ("1) Camera AA 4", "2. GI vs AA balance 16":
+    the item numbers are not values) and a table row is "name: value". A lone "N. " opening a line
+    is a marker only before a capitalised sentence of four words or more ("8. The chrome tap has
+    sparkly pixels"); "20. Much better now" keeps its value."""
+    if "|" in text:
+        text = _TABLE_ROW.sub(lambda m: f"{m.group(1).strip()}: {m.group(2).strip().rstrip('|').strip()}.",
+                              _TABLE_RULE.sub("", text))
+    markers = _MARKER.findall(text)
+    if len(markers) >= 2 or any(")" in m or not any(ch.isdigit() for ch in m) for m in markers):
+        return _MARKER.sub("", text)
+    return re.sub(r"^([ \t]*\d{1,2}\.[ \t]+)(?=[A-Z][a-z]* \w+ \w+ \w+)", "", text, flags=re.M)
 
 
 def _sentences(text: str) -> list[str]:
