@@ -203,7 +203,7 @@ class Extractor:
                 found = self.cat.find(toks, engine_ctx)  # "kernel pt, samples 1024" in Octane
             status = _status(sentence, toks, role)
             # "…, back to 25"; "Set it to 8."; "It's at 2." (what the model just asked about)
-            here_so_far = tuple(s for s in named if s not in mentioned) + tuple(mentioned)
+            here_so_far = tuple(named) + tuple(s for s in mentioned if s not in named)  # named in order, then guessed
             running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked and s not in here_so_far)
                               + tuple(s for s in ctx.asked if s not in here_so_far) + here_so_far)
             got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines), before,
@@ -831,9 +831,10 @@ class Extractor:
                 said_no = status == APPLIED and (i > 0 and toks[i - 1] in ("no", "not")  # "so no f/4"
                                                  or _turned_down(toks, i)  # "f/5.6 made the background too busy"
                                                  or _has(" " + " ".join(toks[max(0, i - 3):i]) + " ",
-                                                         ("rather than", "instead of")))  # "4300 K rather than 5600"
+                                                         ("than", "instead of")))  # "4300 K rather than 5600"
                 st = REJECTED if said_no else status
-                back = status != PROPOSED and self._restore_before(toks, i)  # "put the camera back to 6500K"
+                back = status != PROPOSED and self._restore_before(toks, i) \
+                    and not _PLAN.search(" ".join(toks))  # "put the camera back to 6500K", not "we'll go back to"
                 if st == REJECTED and not said_no and not _cue_after(toks, i, _REJECT_VALUE_CUES) \
                         and not _turned_down(toks, i) and (back or _has(" " + " ".join(toks[max(0, i - 5):i]) + " ", _SETTING_VERBS)):
                     st = APPLIED  # "the white balance is back to 5200K and I set the key to 4500K"
@@ -1213,6 +1214,7 @@ _STATE_HEAD = re.compile(r"\b(?:i'?m on|i am on|i'?m using|i am using|i'?m at|i 
 _ASKING_HEAD = re.compile(r"\b(?:should|could|would|what|how|why|which|maybe|try|if|does|do|can|shall|is it|is that)\b")
 
 
+_PLAN = re.compile(r"\b(?:we'll|we will|i'll|i will|going to|gonna|for the finals?|tomorrow|later|next week|probably)\b")
 _LATER = re.compile(r"\b(?:maybe|might|perhaps|probably|possibly|thinking of|thinking about|will try|i'll try|"
                     r"could try|tomorrow|later|next time)\b")
 
@@ -1299,7 +1301,7 @@ def _status(sentence: str, toks: list[str], role: str) -> str:
 _ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "latter": -1, "last": -1}
 _COUNTS = {"both": 2, "two": 2, "three": 3, "four": 4, "all": 9, "everything": 9, "those": 9, "these": 9}
 _TOOK = ("applied", "did", "done", "went with", "took", "used", "using", "set", "tried", "followed", "changed",
-         "made", "put", "trying", "going with", "go with", "take", "taking", "doing")
+         "made", "put", "trying", "going with", "go with")
 
 
 def _confirmed(proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]:
@@ -1331,8 +1333,7 @@ def _taken(proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -
         return [replace(p, status=APPLIED) for p in proposals if not isinstance(p.value, tuple)
                 and not ((p.engine, p.parameter) in named and set((p.name or p.parameter).lower().split()) & after)]
     single = [p for p in proposals if not isinstance(p.value, tuple) and (p.engine, p.parameter) not in named]
-    if not any(f" {t} " in low for t in _TOOK) and not (len(toks) <= 5 and any(
-            t in _ORDINALS and toks[k + 1:k + 2] in (["suggestion"], ["one"], ["option"]) for k, t in enumerate(toks))):
+    if not any(f" {t} " in low for t in _TOOK):
         return None
     for i, tok in enumerate(toks):
         n = _ORDINALS.get(tok)
