@@ -611,7 +611,7 @@ def test_sizes_said_alone_values_turned_down_and_old_values_kept(shipped):
     assert said(shipped, "octane. tried the clamp at 10 and it dulled the gold cap, so I've taken it off again.")[0] == [
         ("octane", "gi_clamp", 10, "", REJECTED)]
     assert said(shipped, "The camera report lists 4300 K, so I've used 4300 K rather than 5600.")[0] == [
-        ("", "white_balance", 4300, "K", APPLIED)]
+        ("", "white_balance", 4300, "K", APPLIED), ("", "white_balance", 5600, "K", REJECTED)]
 
 
 def test_numbered_notes_bullets_and_tables_are_read_without_their_markers(shipped):
@@ -630,3 +630,18 @@ def test_numbered_notes_bullets_and_tables_are_read_without_their_markers(shippe
     assert got == [("redshift", "adaptive_error_threshold", 0.01, "", APPLIED),
                    ("redshift", "primary_gi_engine", "brute_force", "", APPLIED),
                    ("redshift", "secondary_gi_engine", "irradiance_point_cloud", "", APPLIED)]
+
+
+def test_versions_the_nearer_light_comparisons_and_arrows_in_a_question(shipped):
+    got = said(shipped, "I'm using Octane 2023 in 3ds Max: path tracing kernel, max samples 4000, GI clamp 10")[0]
+    assert ("octane", "gi_clamp", 10, "", APPLIED) in got and not [m for m in got if m[2] == 2023]
+    assert said(shipped, "arnold. HDRI dome at intensity 0.9, rotation 40°, plus a rect light key at intensity 30")[0] == [
+        ("", "hdri_intensity", 0.9, "", APPLIED), ("", "hdri_rotation", 40, "°", APPLIED),
+        ("", "light_intensity", 30, "", APPLIED)]
+    assert said(shipped, "cycles. I'll stay at ISO 200 rather than 800, then")[0] == [
+        ("", "iso", 200, "", APPLIED), ("", "iso", 800, "", REJECTED)]
+    assert said(shipped, "cycles. f/4 looks way nicer than 2.8 yeah, keeping f/4.")[0] == [("", "f_stop", 4, "", APPLIED)]
+    # an arrow in a question or a plan: the value in use, and the one being considered
+    assert said(shipped, "cycles. glossy fireflies on the puddles. clamp indirect 5 -> 3? or filter glossy?")[0] == [
+        ("cycles", "clamp_indirect", 5, "", APPLIED), ("cycles", "clamp_indirect", 3, "", PROPOSED)]
+    assert said(shipped, "cycles. Diffuse bounces 8 -> 4, 18% faster.")[0] == [("cycles", "diffuse_bounces", 4, "", APPLIED)]

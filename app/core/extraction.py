@@ -35,7 +35,7 @@ _PROPOSAL = ("try", "trying", "maybe", "perhaps", "could", "might", "what if", "
              "start with", "worth", "experiment", "test with", "testing", "let's see if", "see if", "option",
              "would", "probably", "possibly", "instead of", "wondering", "planning", "plan to", "want to try",
              "go for", "aim for", "keep it around", "i'd go", "if you", "you can", "you may", "potentially",
-             "should", "could also", "tempted", "considering", "plan", "plan is", "the plan")
+             "should", "could also", "tempted", "considering", "plan", "plan is", "the plan", "thinking")
 _APPLIED_STRONG = ("went with", "going with", "go with", "settled on", "settle on", "using", "use", "set",
                    "is now", "are now", "changed", "switched", "locked", "final", "keeping", "keep", "stick with",
                    "sticking with", "bumped", "dropped", "lowered", "raised", "increased", "decreased", "halved",
@@ -142,6 +142,7 @@ class _Found:
 class Extractor:
     def __init__(self, catalogue: Catalogue):
         self.cat = catalogue
+        self._arrow_from: tuple | None = None  # the value before "->", set by _value for the caller
         vocab = {w for words in list(catalogue._phrases) + list(catalogue.engines) for w in words if w.isalpha()}
         self._vocab = vocab
         self._deletes: dict[str, str] = {}
@@ -268,6 +269,9 @@ class Extractor:
                     used.difference_update(range(start, end))
                 continue
             value, unit, restore = got
+            was, self._arrow_from = self._arrow_from, None
+            if was is not None and status == PROPOSED and role != "assistant":
+                out.append(_mention(spec, was[0], was[1], APPLIED))  # "thinking volume bounces 2 -> 0"
             if spec.kind == "bool" and value is True and role != "assistant":
                 out += self._with_switch(spec, toks, max(used - taken, default=end - 1) + 1, used, status)
             at = min(used - taken) if used - taken else start
@@ -386,9 +390,10 @@ class Extractor:
             if spec.ident != (engine, key):
                 continue
             here = toks[max(0, start - 12):start]
-            if any(t in words for t in here) or (
-                    not _LIGHT_WORDS & set(toks) and any(t in words for t in before[-12:])):
-                return self.cat.specs.get((engine, other), spec)
+            hdri = max((k for k, t in enumerate(here) if t in words), default=-1)
+            light = max((k for k, t in enumerate(here) if t in _LIGHT_WORDS), default=-1)
+            if hdri > light or (hdri < 0 and not _LIGHT_WORDS & set(toks) and any(t in words for t in before[-12:])):
+                return self.cat.specs.get((engine, other), spec)  # "dome at intensity 0.9, … key at intensity 30"
         return spec
 
     def _resolve(self, specs: list[ParamSpec], engine: str) -> ParamSpec | None:
@@ -484,11 +489,14 @@ class Extractor:
                     later = self._read(spec, toks, i + width + step, used) if i + width + step < n else None
                     if later is not None and i + width + step not in used and not _not_a_value(toks, i + width + step):
                         used.update(range(i, i + width + step + later[2]))
+                        if toks[i + width] == "->":
+                            self._arrow_from = (value, unit)  # "clamp indirect 5 -> 3?": 5 is in use
                         return later[0], later[1], False
                 if toks[i + width:i + width + 1] == ["->"] and i + width + 1 < n:  # "diffuse depth 8 -> 4"
                     later = self._read(spec, toks, i + width + 1, used)
                     if later is not None:
                         used.update(range(i, i + width + 1 + later[2]))
+                        self._arrow_from = (value, unit)  # "clamp indirect 5 -> 3?": 5 is in use
                         return later[0], later[1], False
                 if prev == "from":  # "from 4 to 2.8", "from 8 down to 4": the value is the one after "to"
                     for j in range(i + width, min(n - 1, i + width + 3)):
@@ -875,7 +883,8 @@ class Extractor:
             num = parsed[i]
             if num is None or _not_a_value(toks, i) or "->" in toks[i + 1:i + 3]:  # "25 -> 50", "6500 K -> 5500 K"
                 continue
-            if status != PROPOSED and _turned_down(toks, i):  # "0.5 flickered", "6 was too dim"
+            if status != PROPOSED and (_turned_down(toks, i) or toks[i - 1:i] == ["than"]  # "nicer than 2.8"
+                                       or " ".join(toks[max(0, i - 2):i]) == "instead of"):  # "0.5 flickered", "6 was too dim"
                 turned_down.append((i, num))
                 continue
             before = " " + " ".join(toks[max(0, i - 3):i]) + " "
@@ -1050,6 +1059,9 @@ _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took fore
 _NAMED_RESOLUTIONS = {("4k", "dci"): "4096x2160", ("2k", "dci"): "2048x1080", ("4k", "uhd"): "3840x2160",
                       ("uhd", ""): "3840x2160", ("720p", ""): "1280x720", ("1080p", ""): "1920x1080",
                       ("1440p", ""): "2560x1440", ("2160p", ""): "3840x2160"}
+_PRODUCTS = {"octane", "redshift", "arnold", "cycles", "vray", "v-ray", "karma", "corona", "blender", "maya", "houdini",
+             "c4d", "cinema", "max", "3ds", "3dsmax", "rhino", "unreal", "nuke", "mtoa", "htoa", "c4dtoa", "maxtoa",
+             "solaris", "xpu", "cpu", "r26", "r25", "mantra", "katana", "substance", "photoshop", "resolve", "r"}
 _COMPARED = {"match", "matching", "like", "than", "vs", "versus", "compared", "unlike", "similar"}
 _HDRI_WORDS = {"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}
 _DEGREES = {"°", "deg", "degrees", "degree"}
@@ -1107,6 +1119,8 @@ def _not_a_value(toks: list[str], i: int) -> bool:
     if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
         return True
     if re.fullmatch(r"\d{1,2}k", toks[i]):  # "in 4k now", "convert the plates to 8k": a size, said alone
+        return True
+    if prev in _PRODUCTS:  # "Octane 2023", "Houdini 20.5", "Arnold 7": a version
         return True
     if prev in ("shot", "frame", "frames", "fr", "version", "v", "take", "sh", "scene", "page", "cam", "camera", "episode"):
         return True
