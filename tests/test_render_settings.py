@@ -645,3 +645,19 @@ def test_versions_the_nearer_light_comparisons_and_arrows_in_a_question(shipped)
     assert said(shipped, "cycles. glossy fireflies on the puddles. clamp indirect 5 -> 3? or filter glossy?")[0] == [
         ("cycles", "clamp_indirect", 5, "", APPLIED), ("cycles", "clamp_indirect", 3, "", PROPOSED)]
     assert said(shipped, "cycles. Diffuse bounces 8 -> 4, 18% faster.")[0] == [("cycles", "diffuse_bounces", 4, "", APPLIED)]
+
+
+def test_directional_verbs_no_change_and_the_hdri_talked_about(shipped):
+    assert said(shipped, "octane. The diamond edges look slightly soft. Filter size was 1.5, lowering to 1.2.")[0] == [
+        ("octane", "filter_size", 1.2, "px", APPLIED)]
+    assert said(shipped, "redshift. bucket 256 didn't change anything here, leaving it at 128.")[0] == [
+        ("redshift", "bucket_size", 256, "px", REJECTED), ("redshift", "bucket_size", 128, "px", APPLIED)]
+    assert said(shipped, "octane. GI clamp 100: no change in the prongs, reverted to 1,000,000 (the default).")[0] == [
+        ("octane", "gi_clamp", 100, "", REJECTED), ("octane", "gi_clamp", 1000000, "", APPLIED)]
+    got = said(shipped, "karma. Review notes: the HDRI should be 30° further to the left and half again brighter. "
+                        "It's at rotation 120 and intensity 1 now.")[0]
+    assert ("", "hdri_rotation", 120, "°", APPLIED) in got and ("", "hdri_intensity", 1, "", APPLIED) in got
+    # value-first lists keep reading value-first
+    assert said(shipped, "karma xpu. 64 pixel samples, 4 diffuse limit, 2 reflection limit.")[0] == [
+        ("karma", "pixel_samples", 64, "", APPLIED), ("karma", "diffuse_limit", 4, "", APPLIED),
+        ("karma", "reflection_limit", 2, "", APPLIED)]

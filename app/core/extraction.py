@@ -77,7 +77,10 @@ _ENUM_CUES = (":", "gi", "gi is", "is now", "now", "keeping", "keep", "staying o
 _BARE_VALUE_CUES_STRONG = ("new value", "moving to", "compromise at", "difference at", "landed on", "make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to", "raised it to", "lowered it to", "bumped it to",
                           "dropped it to", "put it at", "set it at", "changed it to", "moved it to", "took it to",
-                          "put", "put it to", "put it on")
+                          "put", "put it to", "put it on", "lowering to", "raising to", "lowered to", "raised to",
+                          "dropping to", "dropped to", "bumping to", "bumped to", "went to", "changed to", "changing to",
+                          "reduced to", "increased to", "halved to", "doubled to", "double to", "tripled to", "moved to",
+                          "leaving it at", "left it at", "keeping it at", "kept it at")
 _BOOL_OFF_VERBS = ("disable", "disabled", "disabling", "turning off", "turn off", "turned off", "switch off", "switched off", "deactivate",
                    "deactivated", "uncheck", "unchecked", "untick", "kill", "killed")
 _BOOL_ON_VERBS = ("enable", "enabled", "enabling", "turning on", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
@@ -237,7 +240,7 @@ class Extractor:
     def _sentence(self, sentence, toks, found, role, status, engine_ctx, ctx, names_engine,
                   before: list[str] = (), earlier: tuple[ParamSpec, ...] = ()) -> list[Mention]:
         params = [(s, e, w) for s, e, w in found if not isinstance(w, str)]
-        starts = frozenset(s for s, _, _ in params)
+        starts = {s: e for s, e, _ in params}  # where each name starts → where it ends
         used: set[int] = {i for s, e, _ in found for i in range(s, e)}
         out: list[Mention] = []
         low = " " + " ".join(toks) + " "
@@ -245,7 +248,7 @@ class Extractor:
             spec = self._resolve(specs, engine_ctx)
             if spec is None:
                 continue
-            spec = self._in_context(spec, toks, start, before)
+            spec = self._in_context(spec, toks, start, before, ctx.last)
             said_which = {"min", "max", "minimum", "maximum"} & set(toks[start:end])
             pairs = [] if said_which else self._min_max_after(spec, toks, end, used, status)
             if pairs:  # "unified samples 32 min, 1024 max"
@@ -383,7 +386,8 @@ class Extractor:
                     kind = _HEADINGS[alone[0].key.split("_")[-1]]
         return out
 
-    def _in_context(self, spec: ParamSpec, toks: list[str], start: int, before: list[str] = ()) -> ParamSpec:
+    def _in_context(self, spec: ParamSpec, toks: list[str], start: int, before: list[str] = (),
+                    last: tuple[ParamSpec, ...] = ()) -> ParamSpec:
         """"intensity" after "HDRI" in the same sentence, or in the sentence before when this one names
         no light ("added a studio hdri. intensity 1.5, rotation 90"), is the HDRI's intensity."""
         for (engine, key), (words, other) in _BY_CONTEXT.items():
@@ -392,7 +396,9 @@ class Extractor:
             here = toks[max(0, start - 12):start]
             hdri = max((k for k, t in enumerate(here) if t in words), default=-1)
             light = max((k for k, t in enumerate(here) if t in _LIGHT_WORDS), default=-1)
-            if hdri > light or (hdri < 0 and not _LIGHT_WORDS & set(toks) and any(t in words for t in before[-12:])):
+            talked = next((s.key for s in reversed(last) if s.engine == ANY and s.key.startswith(("hdri", "light"))), "")
+            if hdri > light or (hdri < 0 and not _LIGHT_WORDS & set(toks) and (
+                    any(t in words for t in before) or talked.startswith("hdri"))):
                 return self.cat.specs.get((engine, other), spec)  # "dome at intensity 0.9, … key at intensity 30"
         return spec
 
@@ -411,8 +417,9 @@ class Extractor:
 
     # ---- values -----------------------------------------------------------------------------------
     def _value(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int],
-               starts: frozenset = frozenset()):
+               starts: dict[int, int] | None = None):
         """(value, unit, restore) for the parameter at toks[start:end], consuming the value's tokens."""
+        starts = starts or {}
         n = len(toks)
         if spec.kind == "bool":
             return self._bool(spec, toks, start, end, used)
@@ -1053,7 +1060,9 @@ _REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", 
 _REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took forever", "too dark", "too expensive",
                       "overkill", "too few", "not enough", "doubling", "didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
                       "forget", "scrap", "ditch", "drop the", "wasn't", "was not", "no,", "nope", "no difference",
-                      "not good", "not better", "did nothing", "no luck", "too much", "too little", "ruined")
+                      "not good", "not better", "did nothing", "no luck", "too much", "too little", "ruined",
+                      "no change", "no visible change", "didn't change anything", "did not change anything",
+                      "changed nothing")
 
 
 _NAMED_RESOLUTIONS = {("4k", "dci"): "4096x2160", ("2k", "dci"): "2048x1080", ("4k", "uhd"): "3840x2160",
@@ -1083,6 +1092,7 @@ _CLEARING_BEFORE = {"no", "without", "fewer", "less", "zero", "fixed", "fixes", 
                     "clears", "of", "tame", "tames", "tamed"}  # "because of fireflies", "no more banding"
 _CLEARED_AFTER = {"gone", "disappeared", "vanished", "fixed", "solved", "cleared", "away", "resolved"}
 _DOWN_PHRASES = ("no way", "no good", "no visible", "no difference", "didn't help", "did not help", "didn't work",
+                 "no change", "didn't change anything", "did not change anything", "changed nothing",
                  "went orange", "not enough", "not good", "not better", "did nothing", "no luck", "undoes")
 _TOO_WHAT = {"soft", "dark", "dim", "flat", "slow", "noisy", "orange", "blue", "bright", "sharp", "strong", "weak",
              "low", "high", "blurry", "few", "little", "heavy", "expensive", "long", "warm", "cool", "cold", "hot",
