@@ -11,6 +11,9 @@ context it carries, exactly as the settings ledger does, and report:
   extracted mentions went through the real ledger rules;
 * **speed**: time to tag one message (the rule tagger + the settings extraction), p50/p95, against
   the tagger alone in the same run (a ratio), and on a 20k-character paste;
+* **by file**: applied precision / recall and final ledger values for each labelled file, so a set
+  written by someone who never saw the rules can be read on its own (measure a new one *before*
+  changing the rules because of it: ``--data`` with that one file);
 * **errors**: every missed and every spurious mention, for reading.
 
     python bench/settings_extraction.py > bench/results/settings_extraction.json
@@ -178,6 +181,13 @@ def main() -> None:
     sessions, finals = load(args.data)
     rows = [r for rs in sessions.values() for r in rs]
     quality, errors = run(extractor, sessions, finals)
+    by_file = {}
+    for name in sorted({sid.split("/")[0] for sid in sessions}):
+        mine = {sid: rows for sid, rows in sessions.items() if sid.split("/")[0] == name}
+        q, _ = run(extractor, mine, {sid: f for sid, f in finals.items() if sid in mine})
+        by_file[name] = {"messages": sum(len(r) for r in mine.values()),
+                         "applied": {k: q["mentions_by_status"].get("applied", {}).get(k) for k in ("precision", "recall")},
+                         "ledger_final_values": {k: q["ledger_final_values"][k] for k in ("precision", "recall")}}
     doc = {
         "benchmark": "settings_extraction",
         "machine": c.machine_info(),
@@ -187,6 +197,7 @@ def main() -> None:
                  "labelled_mentions": dict(Counter(m["status"] for r in rows for m in r.get("expected", []))),
                  "parameters_in_taxonomy": len(extractor.cat.specs)},
         "quality": quality,
+        "by_file": by_file,
         "targets": {"applied_precision": 0.95, "applied_recall": 0.85, "tag_ms": 2.0},
         "speed": timing(extractor, tagger, [r["text"] for r in rows], args.reps) if args.reps > 0 else None,
         "errors": errors,
