@@ -661,3 +661,15 @@ def test_directional_verbs_no_change_and_the_hdri_talked_about(shipped):
     assert said(shipped, "karma xpu. 64 pixel samples, 4 diffuse limit, 2 reflection limit.")[0] == [
         ("karma", "pixel_samples", 64, "", APPLIED), ("karma", "diffuse_limit", 4, "", APPLIED),
         ("karma", "reflection_limit", 2, "", APPLIED)]
+
+
+def test_the_engine_left_behind_plans_for_the_finals_and_states_in_ones_own_question(shipped):
+    got = said(shipped, "Karma XPU in Houdini 20.5, having come from V-Ray. I've got pixel samples at 16, the diffuse limit at 3.")[0]
+    assert got == [("karma", "pixel_samples", 16, "", APPLIED), ("karma", "diffuse_limit", 3, "", APPLIED)]
+    assert said(shipped, "pasting from arnold render settings (maya):\nCamera (AA): 4")[0] == [
+        ("arnold", "camera_aa_samples", 4, "", APPLIED)]
+    assert said(shipped, "arnold. For the final renders the plan is AA 6 with SSS 2, but that's next week.")[0] == [
+        ("arnold", "camera_aa_samples", 6, "", PROPOSED), ("arnold", "sss_samples", 2, "", PROPOSED)]
+    assert said(shipped, "corona. i used intel. whats max ray depth? its 25.")[0] == [
+        ("", "denoiser", "oidn", "", APPLIED), ("corona", "max_ray_depth", 25, "", APPLIED)]
+    assert said(shipped, "karma. pixel samples 9", "better but 3x slower, hmm")[1] == []

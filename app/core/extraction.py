@@ -26,7 +26,7 @@ _JOIN = {"@", "already", "still", "all", "actually", "locked", "really", "somewh
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
          "down", "up", "into", "are", "were", "was", "stayed", "been", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
          "kept", "left", "leaving", "i", "we", "did", "have", "has", "keep", "bumped", "dropped", "raised", "lowered",
-         "pushed", "pulled", "cranked", "turned", "moved", "changed", "reduced", "increased", "went"}
+         "pushed", "pulled", "cranked", "turned", "moved", "changed", "reduced", "increased", "went", "back"}
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and", "on"}  # "did 10 on the clamp"
 
 _QUESTION_START = {"should", "could", "can", "would", "what", "how", "shall", "is", "does", "do", "why", "which"}
@@ -73,7 +73,7 @@ _SHARED_ENUM_CUES = ("gi", "gi is", "gi on", "is now", "now", "keeping", "keep",
                      "secondary is", "set to", "set it to")
 _ENUM_AFTER = (("it", "is"), ("is", "on"), ("is", "enabled"), ("on", "it"), ("is", "in"), ("now",), ("mode",))
 _ENUM_CUES = (":", "gi", "gi is", "is now", "now", "keeping", "keep", "staying on", "staying", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
-              "chose", "picked", "settled on", "enable", "enabled", "to", "ok", "okay")
+              "chose", "picked", "settled on", "enable", "enabled", "to", "ok", "okay", "used")
 _BARE_VALUE_CUES_STRONG = ("new value", "moving to", "compromise at", "difference at", "landed on", "make it", "use", "using", "back to", "revert to", "go with", "went with",
                           "going with", "change it to", "set it to", "raised it to", "lowered it to", "bumped it to",
                           "dropped it to", "put it at", "set it at", "changed it to", "moved it to", "took it to",
@@ -200,7 +200,8 @@ class Extractor:
             toks = self._shared_word(self._under_heading(toks, engine_ctx), engine_ctx)
             found = self.cat.find(toks)
             engines = [w for start, _, w in found if isinstance(w, str)
-                       and not _COMPARED & set(toks[max(0, start - 3):start])]  # "to match the Redshift look"
+                       and not _COMPARED & set(toks[max(0, start - 3):start])  # "to match the Redshift look"
+                       and not (toks[start - 1:start] == ["from"] and _LEFT_FROM & set(toks[max(0, start - 3):start]))]
             if engines:
                 engine_ctx = engines[-1]
             if engine_ctx and any(not isinstance(w, str) and self._resolve(w, engine_ctx) is None for _, _, w in found):
@@ -1072,6 +1073,8 @@ _PRODUCTS = {"octane", "redshift", "arnold", "cycles", "vray", "v-ray", "karma",
              "c4d", "cinema", "max", "3ds", "3dsmax", "rhino", "unreal", "nuke", "mtoa", "htoa", "c4dtoa", "maxtoa",
              "solaris", "xpu", "cpu", "r26", "r25", "mantra", "katana", "substance", "photoshop", "resolve", "r"}
 _COMPARED = {"match", "matching", "like", "than", "vs", "versus", "compared", "unlike", "similar"}
+_LEFT_FROM = {"come", "coming", "came", "switching", "switched", "moved", "moving", "migrating", "migrated", "converted",
+              "converting", "ported", "porting"}  # "having come from V-Ray": the engine left behind
 _HDRI_WORDS = {"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}
 _DEGREES = {"°", "deg", "degrees", "degree"}
 _CAMERA_WORDS = {"camera", "cam", "wb", "balance"}
@@ -1132,6 +1135,8 @@ def _not_a_value(toks: list[str], i: int) -> bool:
         return True
     if prev in _PRODUCTS:  # "Octane 2023", "Houdini 20.5", "Arnold 7": a version
         return True
+    if re.fullmatch(r"\d+(?:\.\d+)?x", toks[i]) and nxt in ("slower", "faster", "longer", "more", "less", "as", "the"):
+        return True  # "it's 3x slower"
     if prev in ("shot", "frame", "frames", "fr", "version", "v", "take", "sh", "scene", "page", "cam", "camera", "episode"):
         return True
     if _GPU_MODEL.match(toks[i]) and prev in ("the", "a", "rtx", "gtx", "my", "on", "2x", "two", "quadro"):
@@ -1216,7 +1221,7 @@ def _turned_down(toks: list[str], i: int) -> bool:
 # a value told as what is there now, even in a question: "mine is 3", "its on 2 rn", "it's at 0"
 _STATE_BEFORE = (" mine is ", " mine's ", " its at ", " it's at ", " its on ", " it's on ", " it is at ", " it is on ",
                  " currently at ", " currently on ", " currently ", " it's currently ", " its currently ", " says ",
-                 " was on ", " is on ", " are on ", " it's set to ", " its set to ", " is set to ")
+                 " was on ", " is on ", " are on ", " it's set to ", " its set to ", " is set to ", " its ", " it's ")
 _STATE_BETWEEN = {"is", "are", "was", "were", "'s", "currently", "still", "at", "on", "set", "to", "already", "now",
                   "says", "said", "shows", "thing", "setting", "value", "field", "slider"}
 _STATE_VERBS = {"is", "are", "was", "were", "'s", "currently", "says", "shows"}
@@ -1314,8 +1319,9 @@ def _status(sentence: str, toks: list[str], role: str) -> str:
     if weak and not (strong and not {"try", "trying", "maybe", "could", "might", "would", "should", "what if",
                                      "thinking about", "thinking of", "consider", "suggest"} & set(weak)):
         return PROPOSED
-    if weak and strong and any(p in ("went with", "settled on", "is now", "changed", "switched", "locked", "final",
-                                     "bumped", "dropped", "lowered", "raised") for p in strong):
+    final = "final" in strong and not _has(low, ("for the final", "for the finals", "final renders", "the final"))
+    if weak and strong and (final or any(p in ("went with", "settled on", "is now", "changed", "switched", "locked",
+                                               "bumped", "dropped", "lowered", "raised") for p in strong)):
         return APPLIED
     if weak:
         return PROPOSED
