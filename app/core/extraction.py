@@ -188,8 +188,9 @@ class Extractor:
         text = _layout(text[:MAX_TEXT])
         out: list[Mention] = []
         engine_ctx = ctx.engine
-        mentioned: list[ParamSpec] = []
-        named: list[ParamSpec] = []  # every parameter named so far in this message, with a value or not
+        mentioned: dict[tuple[str, str], ParamSpec] = {}  # given a value so far in this message, in order
+        named: dict[tuple[str, str], ParamSpec] = {}  # named so far in this message, with a value or not
+        here_so_far: tuple[ParamSpec, ...] = ()  # named in order, then guessed (rebuilt when either grows)
         said_in: dict[int, int] = {}  # id(mention) → the sentence it was said in
         past: set[int] = set()  # the sentences told in the past tense ("out-of-core was off")
         before: list[str] = []  # the previous sentence's words
@@ -208,20 +209,25 @@ class Extractor:
                 found = self.cat.find(toks, engine_ctx)  # "kernel pt, samples 1024" in Octane
             status = _status(sentence, toks, role)
             # "…, back to 25"; "Set it to 8."; "It's at 2." (what the model just asked about)
-            here_so_far = tuple(named) + tuple(s for s in mentioned if s not in named)  # named in order, then guessed
-            running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked and s not in here_so_far)
-                              + tuple(s for s in ctx.asked if s not in here_so_far) + here_so_far)
+            here = {s.ident for s in here_so_far}
+            running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked and s.ident not in here)
+                              + tuple(s for s in ctx.asked if s.ident not in here) + here_so_far)
             got = self._sentence(sentence, toks, found, role, status, engine_ctx, running, bool(engines), before,
                                  here_so_far)
             before = toks
+            grew = False
             for _, _, what in found:
                 spec = self._resolve(what, engine_ctx) if not isinstance(what, str) else None
-                if spec is not None and spec not in named:
-                    named.append(spec)
+                if spec is not None and spec.ident not in named:
+                    named[spec.ident] = spec
+                    grew = True
             for m in got:
                 spec = self.cat.specs.get((m.engine, m.parameter))
-                if spec is not None and spec not in mentioned:
-                    mentioned.append(spec)
+                if spec is not None and spec.ident not in mentioned:
+                    mentioned[spec.ident] = spec
+                    grew = True
+            if grew:
+                here_so_far = tuple(named.values()) + tuple(s for k, s in mentioned.items() if k not in named)
             out.extend(got)
             said_in.update((id(m), n_sentence) for m in got)
             if {"was", "were"} & set(toks):
@@ -231,10 +237,10 @@ class Extractor:
         applied = tuple(m for m in out if m.status == APPLIED and not m.candidate)
         new_ctx = Context(
             engine=engine_ctx,
-            last=(tuple(s for s in ctx.last if s not in mentioned) + tuple(mentioned))[-6:],
+            last=(tuple(s for s in ctx.last if s.ident not in mentioned) + tuple(mentioned.values()))[-6:],
             proposals=proposals if proposals else (() if role == "user" and out else ctx.proposals),
             applied=applied or ctx.applied,
-            asked=tuple(s for s in named if s not in mentioned)[-3:] if role == "assistant" and "?" in text else (),
+            asked=tuple(s for k, s in named.items() if k not in mentioned)[-3:] if role == "assistant" and "?" in text else (),
         )
         return out, new_ctx
 
