@@ -145,7 +145,6 @@ class _Found:
 class Extractor:
     def __init__(self, catalogue: Catalogue):
         self.cat = catalogue
-        self._arrow_from: tuple | None = None  # the value before "->", set by _value for the caller
         vocab = {w for words in list(catalogue._phrases) + list(catalogue.engines) for w in words if w.isalpha()}
         self._vocab = vocab
         self._deletes: dict[str, str] = {}
@@ -262,7 +261,8 @@ class Extractor:
                 out += pairs
                 continue
             taken = set(used)
-            got = self._value(spec, toks, start, end, used, starts)
+            arrow: list[tuple] = []  # the value before "->", if the value was read after one
+            got = self._value(spec, toks, start, end, used, starts, arrow)
             if got is None and role != "assistant" and status != REJECTED:
                 took = _took_by_name(spec, toks, start, end, ctx.proposals)  # "done on the max samples"
                 if took is not None:
@@ -279,9 +279,8 @@ class Extractor:
                     used.difference_update(range(start, end))
                 continue
             value, unit, restore = got
-            was, self._arrow_from = self._arrow_from, None
-            if was is not None and status == PROPOSED and role != "assistant":
-                out.append(_mention(spec, was[0], was[1], APPLIED))  # "thinking volume bounces 2 -> 0"
+            if arrow and status == PROPOSED and role != "assistant":
+                out.append(_mention(spec, arrow[0][0], arrow[0][1], APPLIED))  # "thinking volume bounces 2 -> 0"
             if spec.kind == "bool" and value is True and role != "assistant":
                 out += self._with_switch(spec, toks, max(used - taken, default=end - 1) + 1, used, status)
             at = min(used - taken) if used - taken else start
@@ -424,7 +423,7 @@ class Extractor:
 
     # ---- values -----------------------------------------------------------------------------------
     def _value(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int],
-               starts: dict[int, int] | None = None):
+               starts: dict[int, int] | None = None, arrow: list | None = None):
         """(value, unit, restore) for the parameter at toks[start:end], consuming the value's tokens."""
         starts = starts or {}
         n = len(toks)
@@ -503,14 +502,15 @@ class Extractor:
                     later = self._read(spec, toks, i + width + step, used) if i + width + step < n else None
                     if later is not None and i + width + step not in used and not _not_a_value(toks, i + width + step):
                         used.update(range(i, i + width + step + later[2]))
-                        if toks[i + width] == "->":
-                            self._arrow_from = (value, unit)  # "clamp indirect 5 -> 3?": 5 is in use
+                        if toks[i + width] == "->" and arrow is not None:
+                            arrow.append((value, unit))  # "clamp indirect 5 -> 3?": 5 is in use
                         return later[0], later[1], False
                 if toks[i + width:i + width + 1] == ["->"] and i + width + 1 < n:  # "diffuse depth 8 -> 4"
                     later = self._read(spec, toks, i + width + 1, used)
                     if later is not None:
                         used.update(range(i, i + width + 1 + later[2]))
-                        self._arrow_from = (value, unit)  # "clamp indirect 5 -> 3?": 5 is in use
+                        if arrow is not None:
+                            arrow.append((value, unit))  # "clamp indirect 5 -> 3?": 5 is in use
                         return later[0], later[1], False
                 if prev == "from":  # "from 4 to 2.8", "from 8 down to 4": the value is the one after "to"
                     for j in range(i + width, min(n - 1, i + width + 3)):
