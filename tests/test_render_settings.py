@@ -673,3 +673,10 @@ def test_the_engine_left_behind_plans_for_the_finals_and_states_in_ones_own_ques
     assert said(shipped, "corona. i used intel. whats max ray depth? its 25.")[0] == [
         ("", "denoiser", "oidn", "", APPLIED), ("corona", "max_ray_depth", 25, "", APPLIED)]
     assert said(shipped, "karma. pixel samples 9", "better but 3x slower, hmm")[1] == []
+
+
+def test_a_time_said_in_passing_does_not_hide_the_verdict_on_a_value(shipped):
+    # seen in `kelvin settings list` after an import: "back to 1024" had become a 1024 mm lens
+    got = said(shipped, "octane. max samples was 1024, now 2048. f5.6 on the 85mm",
+               "2048 made it 9 minutes a frame, no way. back to 1024")
+    assert got[1] == [("octane", "max_samples", 2048, "", REJECTED), ("octane", "max_samples", 1024, "", APPLIED)]

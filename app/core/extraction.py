@@ -1193,14 +1193,20 @@ def _minutes(toks: list[str], i: int) -> bool:
 
 
 def _span(toks: list[str], i: int, width: int = 0) -> list[str]:
-    """The words said about the value at toks[i]: those after it, up to the next value (a time or
-    a size, "took 3h", "12gb", is not one)."""
-    span = []
-    for tok in toks[i + 1:i + 1 + width] if width else toks[i + 1:]:
-        num = P.parse_number(tok)
-        if num is not None and num.unit not in ("h", "min", "s", "gb", "mb", "x"):
+    """The words said about the value at toks[i]: those after it, up to the next value (a time, a
+    size or a count, "took 3h", "12gb", "9 minutes a frame", is not one)."""
+    span: list[str] = []
+    rest = toks[i + 1:]
+    counted = 0  # a time or a count said in passing does not use up the words looked at
+    for k, tok in enumerate(rest):
+        if width and counted >= width:
             break
+        num = P.parse_number(tok)
+        nxt = rest[k + 1] if k + 1 < len(rest) else ""
+        if num is not None and num.unit not in ("h", "min", "s", "gb", "mb", "x") and nxt not in _NOT_VALUES:
+            break  # "made it 9 minutes a frame, no way": the 9 is a time, the words go on
         span.append(tok)
+        counted += not (num is not None or tok in _NOT_VALUES)
     return span
 
 
