@@ -97,7 +97,7 @@ _BOOL_OFF = ("disable", "disabled", "turn off", "turned off", "switch off", "swi
 _COMMON = {"times", "would", "could", "should", "world", "words", "works", "lines", "steps", "later", "sides", "tiles",
            "files", "nodes", "cards", "hours", "takes", "makes", "looks", "seems", "shots", "frames", "scenes", "lights",
            "passes", "there", "these", "those", "where", "which", "while", "after", "under", "other", "close", "since",
-           "still", "think", "thing", "things", "point", "light", "limit", "sample", "ample", "rates", "dates"}
+           "still", "think", "thing", "things", "point", "rates", "dates"}
 _NOT_VALUES = {"frame", "frames", "shot", "version", "v", "gb", "mb", "gigs", "gig", "vram", "tb", "minutes", "minute", "min", "mins", "hours",
                "hour", "h", "seconds", "sec", "secs", "fps", "lights", "light", "times", "time", "x", "percent"}
 
@@ -1077,7 +1077,7 @@ _NAMED_RESOLUTIONS = {("4k", "dci"): "4096x2160", ("2k", "dci"): "2048x1080", ("
                       ("1440p", ""): "2560x1440", ("2160p", ""): "3840x2160"}
 _PRODUCTS = {"octane", "redshift", "arnold", "cycles", "vray", "v-ray", "karma", "corona", "blender", "maya", "houdini",
              "c4d", "cinema", "max", "3ds", "3dsmax", "rhino", "unreal", "nuke", "mtoa", "htoa", "c4dtoa", "maxtoa",
-             "solaris", "xpu", "cpu", "r26", "r25", "mantra", "katana", "substance", "photoshop", "resolve", "r"}
+             "solaris", "xpu", "cpu", "r25", "r26", "mantra", "katana", "substance", "photoshop", "resolve"}
 _COMPARED = {"match", "matching", "like", "than", "vs", "versus", "compared", "unlike", "similar"}
 _LEFT_FROM = {"come", "coming", "came", "switching", "switched", "moved", "moving", "migrating", "migrated", "converted",
               "converting", "ported", "porting"}  # "having come from V-Ray": the engine left behind
@@ -1139,7 +1139,7 @@ def _not_a_value(toks: list[str], i: int) -> bool:
         return True
     if re.fullmatch(r"\d{1,2}k", toks[i]):  # "in 4k now", "convert the plates to 8k": a size, said alone
         return True
-    if prev in _PRODUCTS:  # "Octane 2023", "Houdini 20.5", "Arnold 7": a version
+    if prev in _PRODUCTS:  # "Octane 2023", "Houdini 20.5", "3ds Max 2024": a version
         return True
     if re.fullmatch(r"\d+(?:\.\d+)?x", toks[i]) and nxt in ("slower", "faster", "longer", "more", "less", "as", "the"):
         return True  # "it's 3x slower"
