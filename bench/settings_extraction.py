@@ -16,12 +16,18 @@ context it carries, exactly as the settings ledger does, and report:
   changing the rules because of it: ``--data`` with that one file);
 * **errors**: every missed and every spurious mention, for reading.
 
+With ``--model NAME`` (a small model on the Ollama host of ``--host``), every message also goes
+through the optional model pass exactly as the app runs it (the same prompt, JSON schema and strict
+check against the taxonomy, adding only what the rules did not find), so its worth can be read on
+the blind sets: ``--data bench/data/settings_labelled_l.jsonl --model qwen2.5:3b``.
+
     python bench/settings_extraction.py > bench/results/settings_extraction.json
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -98,19 +104,62 @@ def load(path: Path) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
     return sessions, finals
 
 
-def run(extractor, sessions, finals):
+class ModelPass:
+    """The optional model pass over one message, as the app runs it (``Conversation._extract``): the
+    prompt and schema of ``app.core.model_extraction``, its strict check, only what the rules missed."""
+
+    def __init__(self, host: str, model: str, cpu: bool = False):
+        from app.llm.backend import OllamaBackend
+        self.backend, self.model, self.cpu = OllamaBackend(host), model, cpu
+        self.stats = {"model": model, "host": host, "calls": 0, "failed": 0, "kept_nothing": 0, "added": 0,
+                      "seconds": 0.0}
+
+    def __call__(self, text: str, role: str, cat, engine: str, have: list) -> list:
+        from app.core.model_extraction import SCHEMA, check, prompt
+        from app.llm.errors import OllamaUnavailable
+        t0 = time.perf_counter()
+        self.stats["calls"] += 1
+        try:
+            with self.backend.chat(self.model, prompt(text, role, cat, engine), format=SCHEMA, num_ctx=4096,
+                                   cpu=self.cpu, num_predict=400) as stream:
+                for _ in stream:
+                    pass
+            reply = stream.text
+        except OllamaUnavailable as exc:
+            self.stats["failed"] += 1
+            print(f"model pass: {exc}", file=sys.stderr)
+            return []
+        finally:
+            self.stats["seconds"] = round(self.stats["seconds"] + time.perf_counter() - t0, 2)
+        seen = {(m.engine, m.parameter, m.status) for m in have}
+        found = [m for m in check(reply, role, cat) if (m.engine, m.parameter, m.status) not in seen]
+        self.stats["added"] += len(found)
+        self.stats["kept_nothing"] += not found
+        return found
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def run(extractor, sessions, finals, model_pass: ModelPass | None = None):
     pairs, per_status, per_engine, errors = [], {}, {}, []
     ledger_pairs = []
+    per_file: dict[str, dict[str, list]] = {}  # file → applied mention pairs and final ledger pairs
     candidates = 0
     for sid, rows in sessions.items():
+        mine = per_file.setdefault(sid.split("/")[0], {"applied": [], "ledger": [], "messages": []})
+        mine["messages"].append(len(rows))
         ctx = Context()
         ledger = Ledger()
         for i, row in enumerate(rows):
             got, ctx = extractor.extract(row["text"], row["role"], ctx)
+            if model_pass is not None:
+                got = got + model_pass(row["text"], row["role"], extractor.cat, ctx.engine, got)
             candidates += sum(m.candidate for m in got)
             got_keys = [key(m.to_json()) for m in got if not m.candidate]
             want_keys = [key(m) for m in row.get("expected", [])]
             pairs.append((got_keys, want_keys))
+            mine["applied"].append(([k for k in got_keys if k[3] == "applied"], [k for k in want_keys if k[3] == "applied"]))
             for st in ("applied", "proposed", "rejected"):
                 per_status.setdefault(st, []).append(([k for k in got_keys if k[3] == st], [k for k in want_keys if k[3] == st]))
             for eng in {k[0] for k in got_keys + want_keys}:
@@ -128,15 +177,20 @@ def run(extractor, sessions, finals):
                 for cur in ledger.currents()]
         want = [key({**f, "status": ""}) for f in finals.get(sid, [])]
         ledger_pairs.append((have, want))
+        mine["ledger"].append((have, want))
         if any(not any(matches(h, w) for h in have) for w in want) or any(not any(matches(h, w) for w in want) for h in have):
             errors.append({"session": sid, "ledger_final": {"have": [list(h) for h in have], "want": [list(w) for w in want]}})
+    by_file = {name: {"messages": sum(p["messages"]),
+                      "applied": {k: score(p["applied"])[k] for k in ("precision", "recall")},
+                      "ledger_final_values": {k: score(p["ledger"])[k] for k in ("precision", "recall")}}
+               for name, p in sorted(per_file.items())}
     return {
         "mentions_all": score(pairs),
         "mentions_by_status": {st: score(p) for st, p in per_status.items()},
         "mentions_by_engine": {e: score(p) for e, p in sorted(per_engine.items())},
         "ledger_final_values": score(ledger_pairs),
         "candidates_kept": candidates,
-    }, errors
+    }, errors, by_file
 
 
 def timing(extractor, tagger, texts: list[str], reps: int) -> dict:
@@ -175,19 +229,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--reps", type=int, default=20, help="timing passes over every message (0: quality only)")
+    ap.add_argument("--model", default="", help="also run the optional model pass with this Ollama model")
+    ap.add_argument("--host", default=os.environ.get("KELVIN_OLLAMA_HOST", "http://127.0.0.1:11434"),
+                    help="the Ollama host for --model")
+    ap.add_argument("--cpu", action="store_true", help="run the model pass on the CPU (num_gpu 0)")
     args = ap.parse_args()
     taxonomy = load_taxonomy()
     extractor, tagger = load_extractor(taxonomy), load_tagger(taxonomy)
     sessions, finals = load(args.data)
     rows = [r for rs in sessions.values() for r in rs]
-    quality, errors = run(extractor, sessions, finals)
-    by_file = {}
-    for name in sorted({sid.split("/")[0] for sid in sessions}):
-        mine = {sid: rows for sid, rows in sessions.items() if sid.split("/")[0] == name}
-        q, _ = run(extractor, mine, {sid: f for sid, f in finals.items() if sid in mine})
-        by_file[name] = {"messages": sum(len(r) for r in mine.values()),
-                         "applied": {k: q["mentions_by_status"].get("applied", {}).get(k) for k in ("precision", "recall")},
-                         "ledger_final_values": {k: q["ledger_final_values"][k] for k in ("precision", "recall")}}
+    model_pass = ModelPass(args.host, args.model, args.cpu) if args.model else None
+    try:
+        quality, errors, by_file = run(extractor, sessions, finals, model_pass)
+    finally:
+        if model_pass is not None:
+            model_pass.close()
     doc = {
         "benchmark": "settings_extraction",
         "machine": c.machine_info(),
@@ -197,6 +253,7 @@ def main() -> None:
                  "labelled_mentions": dict(Counter(m["status"] for r in rows for m in r.get("expected", []))),
                  "parameters_in_taxonomy": len(extractor.cat.specs)},
         "quality": quality,
+        "model_pass": model_pass.stats if model_pass else None,
         "by_file": by_file,
         "targets": {"applied_precision": 0.95, "applied_recall": 0.85, "tag_ms": 2.0},
         "speed": timing(extractor, tagger, [r["text"] for r in rows], args.reps) if args.reps > 0 else None,
