@@ -128,6 +128,28 @@ def test_the_ledger_keeps_history_and_one_current_value():
     assert led.current("octane", "gi_clamp").entry.value == 25  # 10 was rejected, 25 restored
 
 
+def test_retracting_takes_out_exactly_one_message_s_entries_among_many():
+    led = Ledger()
+    for i in range(1, 3001):  # one setting said in 3,000 messages, a second one in every tenth
+        led.add(entry(i, i, APPLIED, i * 10))
+        if i % 10 == 0:
+            led.add(Entry(id=f"{i}.1", engine="octane", parameter="max_samples", value=i, unit="", status=APPLIED,
+                          ts_ms=i * 10, source_id=f"m_{i}", order=i))
+    assert [(e.parameter, e.value) for e in led.of_source("m_3000")] == [("gi_clamp", 3000), ("max_samples", 3000)]
+    gone = led.retract(source_id="m_3000")  # the newest message, naming both, was deleted
+    assert sorted(e.id for e in gone) == ["3000.0", "3000.1"]
+    assert led.current("octane", "gi_clamp").entry.value == 2999
+    assert led.current("octane", "max_samples").entry.value == 2990
+    assert led.of_source("m_3000") == [] and len(led.history("octane", "gi_clamp")) == 2999
+    assert [e.id for e in led.retract(entry_id="2999.0")] == ["2999.0"]  # one entry read wrong
+    assert led.current("octane", "gi_clamp").entry.value == 2998
+    assert led.retract(source_id="m_nowhere") == [] and led.retract(entry_id="nope") == []
+    assert not led.add(entry(2999, 2999, APPLIED, 29990))  # what was taken out does not come back with a replay
+    assert led.current("octane", "gi_clamp").entry.value == 2998
+    led.retract(source_id="m_10")
+    assert ("octane", "max_samples") in led.keys() and len(led) == 3000 + 300 - 5
+
+
 # ---- the ledger in a project: live, imported, restarted, corrected ---------------------------------
 SESSION = [
     ("user", "Forest shot in Octane today. GI clamp is at 25 from yesterday."),

@@ -96,42 +96,66 @@ def fold(history: list[Entry]) -> Current | None:
 
 
 class Ledger:
-    """One project's ledger in memory: entries by parameter, retractions applied."""
+    """One project's ledger in memory: entries by parameter, retractions applied.
+
+    Entries are indexed by id, by parameter and by the message they came from, so adding or
+    retracting costs what it touches — never a walk over every entry (a project with 20k mentions
+    of one setting retracts a deleted message's entries as fast as a new project does)."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple[str, str], list[Entry]] = {}
-        self._ids: set[str] = set()
+        self._by_key: dict[tuple[str, str], dict[str, Entry]] = {}
+        self._by_id: dict[str, Entry] = {}
+        self._by_source: dict[str, dict[str, None]] = {}  # source id → entry ids (ordered)
+        self._retracted: set[str] = set()  # never added again (a replay of what came before its retraction)
         self._cache: dict[tuple[str, str], Current | None] = {}
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._by_id)
 
     def add(self, entry: Entry) -> bool:
-        if entry.id in self._ids:
-            return False  # a replay: already here
-        self._ids.add(entry.id)
-        self._by_key.setdefault(entry.key, []).append(entry)
+        if entry.id in self._by_id or entry.id in self._retracted:
+            return False  # a replay: already here, or taken out since
+        self._by_id[entry.id] = entry
+        self._by_key.setdefault(entry.key, {})[entry.id] = entry
+        if entry.source_id:
+            self._by_source.setdefault(entry.source_id, {})[entry.id] = None
         self._cache.pop(entry.key, None)
         return True
 
     def retract(self, source_id: str = "", entry_id: str = "") -> list[Entry]:
         """Take out the entries from one message (or one entry). Returns what was taken out."""
-        gone: list[Entry] = []
-        for key, entries in self._by_key.items():
-            keep = [e for e in entries if not ((source_id and e.source_id == source_id) or (entry_id and e.id == entry_id))]
-            if len(keep) != len(entries):
-                gone += [e for e in entries if e not in keep]
-                self._by_key[key] = keep
-                self._cache.pop(key, None)
-        return gone
+        ids = list(self._by_source.get(source_id, ())) if source_id else []
+        if entry_id and entry_id in self._by_id:
+            ids.append(entry_id)
+        return [self._take(i) for i in dict.fromkeys(ids)]
+
+    def _take(self, entry_id: str) -> Entry:
+        entry = self._by_id.pop(entry_id)
+        self._retracted.add(entry_id)
+        del self._by_key[entry.key][entry_id]
+        if entry.source_id:
+            mine = self._by_source[entry.source_id]
+            del mine[entry_id]
+            if not mine:
+                del self._by_source[entry.source_id]
+        self._cache.pop(entry.key, None)
+        return entry
+
+    def of_source(self, source_id: str) -> list[Entry]:
+        """The entries a message gave: by parameter (in the order the ledger first met each), then by time."""
+        mine = [self._by_id[i] for i in self._by_source.get(source_id, ())]
+        if len(mine) < 2:
+            return mine
+        place = {k: n for n, k in enumerate(self._by_key)}
+        return sorted(mine, key=lambda e: (place[e.key], e.ts_ms, e.order, e.id))
 
     def history(self, engine: str, parameter: str) -> list[Entry]:
-        return sorted(self._by_key.get((engine, parameter), ()), key=lambda e: (e.ts_ms, e.order, e.id))
+        return sorted(self._by_key.get((engine, parameter), {}).values(), key=lambda e: (e.ts_ms, e.order, e.id))
 
     def current(self, engine: str, parameter: str) -> Current | None:
         key = (engine, parameter)
         if key not in self._cache:
-            self._cache[key] = fold(self._by_key.get(key, []))
+            self._cache[key] = fold(list(self._by_key.get(key, {}).values()))
         return self._cache[key]
 
     def currents(self, engine: str | None = None, candidates: bool = False) -> list[Current]:
@@ -145,4 +169,4 @@ class Ledger:
         return sorted(out, key=lambda c: (c.entry.engine, c.entry.domain, c.entry.parameter))
 
     def keys(self) -> list[tuple[str, str]]:
-        return list(self._by_key)
+        return [k for k, entries in self._by_key.items() if entries]

@@ -220,7 +220,7 @@ class SettingsBook:
 
     def mentions_of(self, source_id: str) -> list[Entry]:
         with self._lock:
-            return [e for key in self.ledger.keys() for e in self.ledger.history(*key) if e.source_id == source_id]
+            return self.ledger.of_source(source_id)
 
     # ---- the readable file --------------------------------------------------------------------------
     def _write_markdown(self) -> None:
