@@ -162,13 +162,21 @@ def _print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
+def _shown(text: str) -> str:
+    """Text from memory as the terminal may print it: no escape sequences or other control characters
+    (an imported message must not move the cursor, retitle the window or clear the screen)."""
+    from app.core.records import clean_output
+
+    return clean_output(text)
+
+
 def _short(text: str, n: int = 160) -> str:
-    one = " ".join(text.split())
+    one = " ".join(_shown(text).split())
     return one if len(one) <= n else one[: n - 1] + "…"
 
 
 def _print_message(m, score: float | None = None) -> None:
-    head = f"{m.timestamp[:16].replace('T', ' ')}  {m.id}  {m.role}"
+    head = f"{m.timestamp[:16].replace('T', ' ')}  {_shown(m.id)}  {m.role}"
     tags = f"{m.tags.domain}/{m.tags.type}" + (f"/{m.tags.engine}" if m.tags.engine else "")
     print(f"{head}  [{tags}]" + (f"  score {score:.4f}" if score is not None else ""))
     print(f"    {_short(m.text)}")
@@ -261,7 +269,7 @@ def _memory(args, service) -> int:
                 print("  settings: " + "; ".join(f"{e.name or e.parameter} {format_value(e.value, e.unit)} ({e.status})"
                                                   for e in stated))
             print()
-            print(m.text)
+            print(_shown(m.text))
         return EXIT_OK
     if cmd == "edit":
         m = service.edit(args.id, args.text, project)
@@ -284,6 +292,13 @@ def _memory(args, service) -> int:
     if cmd == "reindex":
         n = service.reindex(project, _progress("reindexed"))
         print(f"rebuilt the index and Markdown files from the journal: {n:,} messages")
+        store = service.store(project)
+        if store.rescued:
+            sys.stderr.write(f"kelvin: {len(store.rescued):,} message(s) the journal had lost were still in the old "
+                             f"index and were journaled again: {', '.join(store.rescued[:5])}"
+                             f"{' …' if len(store.rescued) > 5 else ''}\n")
+        for rec in store.journal.set_aside():
+            sys.stderr.write(f"kelvin: set aside: {rec.describe()}\n")
         return EXIT_OK
     if cmd == "remember":
         mem, fut = service.remember(args.text, args.category, project=project)
@@ -300,7 +315,7 @@ def _memory(args, service) -> int:
             _print_json([m.to_json() for m in mems])
         else:
             for m in mems:
-                print(f"{m.id}  [{m.category}]  {_short(m.text)}")
+                print(f"{_shown(m.id)}  [{_shown(m.category)}]  {_short(m.text)}")
             if not mems:
                 print("no curated memories yet")
         return EXIT_OK
@@ -444,11 +459,12 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
     from app.memory.embedders import EmbedderUnavailable
     from app.memory.index import IndexError_
     from app.memory.journal import JournalError
+    from app.durable import UnsafePath
     from app.services.importer import ImportProblem
     from app.settings import SettingsError
 
     return (RecordError, ImportProblem, SettingsError, JournalError, IndexError_, EmbedderUnavailable,
-            OllamaUnavailable, CommandError, _Expected)
+            OllamaUnavailable, CommandError, UnsafePath, _Expected)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -168,6 +168,14 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Settings
         raise SettingsError(f"gpu_interval_ms must be between 250 and 2000 (got {settings.gpu_interval_ms})")
     if settings.vram_margin_mb < 0 or settings.vram_reserve_mb < 0 or settings.vram_hold_s < 0:
         raise SettingsError("vram_margin_mb, vram_reserve_mb and vram_hold_s cannot be negative")
+    if settings.index_uri and "{project}" not in settings.index_uri:
+        raise SettingsError(f"index_uri must hold {{project}} so that each project has its own index, e.g. "
+                            f"'s3://studio/kelvin/{{project}}.lance' (got {settings.index_uri!r})")
+    if settings.index_uri:
+        try:
+            settings.index_uri.format(project="p")
+        except (KeyError, IndexError, ValueError):
+            raise SettingsError(f"index_uri may hold only {{project}} in braces (got {settings.index_uri!r})") from None
     return settings
 
 

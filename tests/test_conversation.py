@@ -398,7 +398,7 @@ def test_a_failing_commit_is_reported_not_swallowed(server, converse):
     assert any("could not be stored" in p for p in conv.commit_problems)
 
 
-def _refuse():
+def _refuse(**_):
     raise OSError(28, "No space left on device")
 
 

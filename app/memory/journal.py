@@ -1,27 +1,44 @@
 """The journal: an append-only, fsync'd log of every event in a project. The source of truth.
 
 Each line is ``<crc32 hex> <json>`` where the JSON holds ``seq``, ``op``, ``at`` (ms) and ``data``.
-Lines are grouped in segment files named after their first sequence number. A crash can only
-leave a torn last line; opening the journal for writing moves those bytes aside (nothing is
-thrown away) and continues after the last whole event. Everything else in Kelvin's memory — the
-LanceDB index and the Markdown files — is a projection that can be rebuilt from here.
+Lines are grouped in segment files named after their first sequence number. Everything else in
+Kelvin's memory — the LanceDB index, the Markdown files, the settings ledger — is a projection
+that can be rebuilt from here.
+
+The journal heals rather than forgets:
+
+* A crash can leave a torn last line. Opening the journal for writing moves those bytes aside
+  (``torn-<segment>-<ms>.bin``) and continues after the last whole event.
+* A line damaged later (a flipped bit) fails its checksum. Readers skip it, but the first reader
+  that holds the write lock copies its bytes aside (``damaged-<segment>-<offset>.bin``) and, where
+  its JSON still reads as a well-formed event in its place, hands that event on (*salvaged*) so a
+  rebuild does not drop the message it holds.
+* Everything set aside is listed in ``set-aside.jsonl`` with its segment, line, offset and the
+  sequence numbers around it, for ``kelvin memory stats`` and ``kelvin doctor`` to report until
+  the artist removes the file.
+* Sequence numbers never repeat: a new event's number is above every number the journal, what
+  was set aside, or the projections (``floor_seq``) ever saw, so a projection never mistakes a new
+  event for one it has already applied.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from app.core.records import now_ms
-from app.durable import fsync_dir
+from app.durable import create_new, fsync_dir, open_append, open_lockfile, refuse_links, write_all
 
 log = logging.getLogger("kelvin.journal")
 
 SEGMENT_BYTES = 64 * 1024 * 1024
+SET_ASIDE = "set-aside.jsonl"
+_SEQ_HINT = re.compile(rb'"seq":(\d{1,18})')
 
 
 class JournalError(RuntimeError):
@@ -38,6 +55,7 @@ class Entry:
     op: str
     at: int
     data: dict
+    salvaged: bool = field(default=False, compare=False)  # read back from a line whose checksum failed
 
 
 def encode(entry: Entry) -> bytes:
@@ -57,8 +75,51 @@ def decode(line: bytes) -> Entry | None:
             return None
         obj = json.loads(raw)
         return Entry(int(obj["seq"]), str(obj["op"]), int(obj["at"]), dict(obj["data"]))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
+
+
+def salvage(line: bytes) -> Entry | None:
+    """What a damaged line still says: its JSON read despite the checksum (bytes that are no longer
+    UTF-8 become U+FFFD), or None when it no longer reads as an event."""
+    raw = line[9:] if len(line) > 9 and line[8:9] == b" " else line
+    try:
+        obj = json.loads(raw.rstrip(b"\r\n").decode("utf-8", "replace"))
+        if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict) or not isinstance(obj.get("op"), str):
+            return None
+        return Entry(int(obj["seq"]), obj["op"], int(obj["at"]), obj["data"], salvaged=True)
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """Bytes of the journal that could not be read as an event, moved aside and recorded."""
+
+    kind: str  # "torn": a crash's unfinished last write; "damaged": a line whose checksum fails
+    segment: str
+    line: int  # 1-based, in the segment
+    offset: int  # bytes into the segment where it began
+    size: int
+    file: str  # the copy, in the journal folder
+    after_seq: int  # the whole event before it (0: none)
+    seq: int | None = None  # the event it held, if that much could be read
+    salvaged: bool = False  # its event was read back and kept
+    at: int = 0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "SetAside":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+    def describe(self) -> str:
+        where = f"{self.segment} line {self.line}"
+        if self.kind == "torn":
+            return f"an unfinished write at the end of {where} (a crash), {self.size} bytes, in journal/{self.file}"
+        what = "its event was read back and kept" if self.salvaged else "its event could not be read back"
+        return f"a damaged line, {where} ({self.size} bytes, in journal/{self.file}): {what}"
 
 
 class _Lock:
@@ -69,7 +130,7 @@ class _Lock:
         self._fh = None
 
     def acquire(self) -> None:
-        fh = open(self.path, "a+b")
+        fh = open_lockfile(self.path)
         try:
             if os.name == "nt":
                 import msvcrt
@@ -82,16 +143,19 @@ class _Lock:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             fh.seek(0)
-            holder = fh.read().decode("ascii", "replace").strip() or "unknown"
+            holder = fh.read(32).decode("ascii", "replace").strip() or "unknown"
             fh.close()
             raise StoreLocked(
                 f"this project is being written by another Kelvin process (pid {holder}); "
                 "close it or wait for it to finish"
             ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()).encode())
-        fh.flush()
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(str(os.getpid()).encode())
+            fh.flush()
+        except OSError:
+            pass  # the pid is a courtesy for the message above; the lock is what counts (a full disk)
         self._fh = fh
 
     def release(self) -> None:
@@ -101,13 +165,19 @@ class _Lock:
 
 
 class Journal:
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, accept: Callable[[Entry], bool] = lambda e: True):
+        """``accept``: whether an event salvaged from a damaged line is whole enough to hand on
+        (the store checks a message's fields)."""
         self.folder = folder
+        self.accept = accept
         self._lock = _Lock(folder / "LOCK")
         self._fh = None
         self._segment_bytes = 0
         self._next_seq = 1
+        self.last_event_seq = 0  # the newest whole event (kept while open for writing)
         self.damaged_lines = 0
+        self._recorded: set[tuple[str, int]] | None = None  # (segment, offset) already in set-aside.jsonl
+        self._warned: set[tuple[str, int]] = set()
 
     # ---- reading ---------------------------------------------------------------------------------
     def segments(self) -> list[Path]:
@@ -116,140 +186,235 @@ class Journal:
         return sorted(p for p in self.folder.glob("*.jsonl") if p.stem.isdigit())
 
     def read(self, after_seq: int = 0) -> Iterator[Entry]:
-        """Every whole event with ``seq > after_seq``, in order. Damaged lines are skipped and
-        counted; a torn last line (a crash mid-write) is ignored."""
+        """Every event with ``seq > after_seq``, in order. A damaged line is skipped, or handed on
+        as its salvaged event (``salvaged=True``) when its JSON still reads as a well-formed event
+        that fits between its neighbours; either way it is reported once and, by a process holding
+        the write lock, set aside. A torn last line (a crash mid-write) is left to
+        ``open_for_write``."""
         segs = self.segments()
+        prev = 0
         for i, seg in enumerate(segs):
-            if i + 1 < len(segs) and int(segs[i + 1].stem) <= after_seq + 1:
+            nxt_first = int(segs[i + 1].stem) if i + 1 < len(segs) else None
+            if nxt_first is not None and nxt_first <= after_seq + 1:
                 continue  # every event in this segment is older than wanted
-            damaged: list[int] = []
+            pending: list[tuple[int, int, bytes]] = []  # damaged lines waiting for the next whole one
             with open(seg, "rb") as fh:
+                offset = 0
                 for lineno, line in enumerate(fh, 1):
                     entry = decode(line)
                     if entry is None:
-                        damaged.append(lineno)
-                        continue
-                    self._report_damaged(seg, damaged)
-                    damaged = []
-                    if entry.seq > after_seq:
-                        yield entry
-            if i + 1 < len(segs):
-                self._report_damaged(seg, damaged)
-            # damaged lines at the very end of the last segment are a torn write: ignored here,
-            # set aside by open_for_write()
+                        pending.append((lineno, offset, line))
+                    else:
+                        if pending:
+                            yield from self._damaged(seg, pending, prev, entry.seq, after_seq)
+                            pending = []
+                        prev = entry.seq
+                        if entry.seq > after_seq:
+                            yield entry
+                    offset += len(line)
+            if pending and nxt_first is not None:
+                yield from self._damaged(seg, pending, prev, nxt_first, after_seq)
+            # damaged lines at the very end of the last segment are a torn write: set aside by
+            # open_for_write()
 
-    def _report_damaged(self, seg: Path, linenos: list[int]) -> None:
-        for lineno in linenos:
+    def _damaged(self, seg: Path, lines: list[tuple[int, int, bytes]], prev: int, nxt: int,
+                 after_seq: int) -> Iterator[Entry]:
+        for lineno, offset, raw in lines:
+            entry = salvage(raw)
+            ok = entry is not None and prev < entry.seq < nxt and self.accept(entry)
             self.damaged_lines += 1
-            log.warning("journal %s line %d is damaged and was skipped", seg.name, lineno)
+            key = (seg.name, offset)
+            if key not in self._warned:
+                self._warned.add(key)
+                log.warning("journal %s line %d is damaged (its checksum fails); %s", seg.name, lineno,
+                            "its event was read back and kept" if ok else "it was skipped")
+            if self._fh is not None:
+                self._record_damage(seg, lineno, offset, raw, prev, entry.seq if ok else None, ok)
+            if ok:
+                prev = entry.seq
+                if entry.seq > after_seq:
+                    yield entry
 
     def last_seq(self) -> int:
-        """The newest whole event's seq (0 if none). Reads only the tail of the last segment."""
+        """The newest event's seq (0 if none). Reads only the tail of the last segment."""
         if self._fh is not None:
-            return self._next_seq - 1
+            return self.last_event_seq
         segs = self.segments()
-        if not segs:
-            return 0
-        seg = segs[-1]
+        return self._tail(segs[-1])[1] if segs else 0
+
+    def _tail(self, seg: Path) -> tuple[int, int]:
+        """Byte offset after the last whole line of a segment, and that line's seq (the segment's
+        first seq - 1 if none). Reads backwards from the end, a growing window at a time."""
         size = seg.stat().st_size
         window = 1 << 20
         with open(seg, "rb") as fh:
             while True:
                 start = max(0, size - window)
                 fh.seek(start)
-                lines = fh.read().split(b"\n")
+                blob = fh.read(size - start)
+                lines = blob.split(b"\n")
+                ends = []  # each piece's end offset (after its newline)
+                pos = start
+                for piece in lines[:-1]:
+                    pos += len(piece) + 1
+                    ends.append(pos)
+                pieces = list(zip(lines[:-1], ends))
                 if start > 0:
-                    lines = lines[1:]  # the first piece may be the end of a longer line
-                for raw in reversed(lines):
+                    pieces = pieces[1:]  # the first piece may be the end of a longer line
+                for raw, end in reversed(pieces):
                     entry = decode(raw + b"\n")
                     if entry is not None:
-                        return entry.seq
+                        return end, entry.seq
                 if start == 0:
-                    return int(seg.stem) - 1
+                    return 0, int(seg.stem) - 1
                 window *= 8
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.segments())
 
+    # ---- what was set aside --------------------------------------------------------------------------
+    def set_aside(self) -> list[SetAside]:
+        """What was moved aside and is still there (the artist removes a copy once dealt with)."""
+        out = []
+        for rec in self._manifest():
+            if (self.folder / rec.file).exists():
+                out.append(rec)
+        return out
+
+    def _manifest(self) -> list[SetAside]:
+        try:
+            text = (self.folder / SET_ASIDE).read_text(encoding="utf-8", errors="replace")
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for line in text.splitlines():
+            try:
+                out.append(SetAside.from_json(json.loads(line)))
+            except (ValueError, TypeError, KeyError):
+                continue
+        return out
+
+    def _record(self, rec: SetAside, data: bytes) -> bool:
+        if self._recorded is None:
+            self._recorded = {(r.segment, r.offset) for r in self._manifest() if r.kind == "damaged"}
+        try:
+            copy = self.folder / rec.file
+            if not copy.exists():
+                create_new(copy, data)
+            with open_append(self.folder / SET_ASIDE) as fh:
+                write_all(fh, (json.dumps(rec.to_json()) + "\n").encode("utf-8"))
+        except OSError as exc:  # a full disk: told again the next time it is read
+            log.warning("could not set aside %s: %s", rec.describe(), exc)
+            return False
+        if rec.kind == "damaged":
+            self._recorded.add((rec.segment, rec.offset))
+        return True
+
+    def _record_damage(self, seg: Path, lineno: int, offset: int, raw: bytes, prev: int, seq: int | None,
+                       salvaged: bool) -> None:
+        if self._recorded is None:
+            self._recorded = {(r.segment, r.offset) for r in self._manifest() if r.kind == "damaged"}
+        if (seg.name, offset) in self._recorded:
+            return
+        if seq is None and (m := _SEQ_HINT.search(raw)):
+            seq = int(m.group(1))
+        self._record(SetAside("damaged", seg.name, lineno, offset, len(raw), f"damaged-{seg.stem}-{offset}.bin",
+                              prev, seq, salvaged, now_ms()), raw)
+
     # ---- writing ---------------------------------------------------------------------------------
-    def open_for_write(self) -> None:
-        """Take the project's write lock, mend a torn tail, and get ready to append."""
+    def open_for_write(self, floor_seq: int = 0) -> None:
+        """Take the project's write lock, mend a torn tail, and get ready to append after the newest
+        event, or after ``floor_seq`` (the furthest any projection has seen) if that is higher."""
         if self._fh is not None:
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise JournalError(f"cannot create the journal folder {self.folder}: {exc.strerror}") from None
+        refuse_links(self.folder)
         self._lock.acquire()
+        try:
+            self._open_tail(floor_seq)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open_tail(self, floor_seq: int) -> None:
         segs = self.segments()
-        if segs:
-            seg = segs[-1]
-            good_end, last = self._scan_tail(seg)
-            size = seg.stat().st_size
-            if good_end < size:
-                self._set_aside(seg, good_end)
-            self._next_seq = max(last, int(seg.stem) - 1) + 1
-            self._open_segment(seg)
-        else:
-            self._next_seq = 1
-            self._open_segment(self.folder / f"{1:012d}.jsonl")
+        if not segs:
+            self.last_event_seq = 0
+            self._next_seq = max(floor_seq, self._seen_aside()) + 1
+            self._open_segment(self.folder / f"{self._next_seq:012d}.jsonl")
+            return
+        seg = segs[-1]
+        refuse_links(seg)
+        good_end, last = self._tail(seg)
+        size = seg.stat().st_size
+        if good_end < size:
+            hint = self._mend(seg, good_end, size, last)
+            if hint is not None:
+                good_end, last = hint
+        self.last_event_seq = last
+        self._next_seq = max(last, floor_seq, self._seen_aside()) + 1
+        self._open_segment(seg)
 
-    def _scan_tail(self, seg: Path) -> tuple[int, int]:
-        """Byte offset after the last whole line of a segment, and the last seq in it."""
-        good_end, last, pos = 0, 0, 0
+    def _seen_aside(self) -> int:
+        """The highest event number seen in anything set aside (a torn event may have been numbered)."""
+        return max((r.seq or 0 for r in self._manifest()), default=0)
+
+    def _mend(self, seg: Path, good_end: int, size: int, last: int) -> tuple[int, int] | None:
+        """The bytes after the last whole line: a line written whole but for its newline is
+        finished; anything else is moved aside. Returns the new (end, last seq) if finished."""
         with open(seg, "rb") as fh:
-            for line in fh:
-                pos += len(line)
-                entry = decode(line)
-                if entry is not None:
-                    good_end, last = pos, entry.seq
-        return good_end, last
-
-    def _set_aside(self, seg: Path, good_end: int) -> None:
-        with open(seg, "r+b") as fh:
             fh.seek(good_end)
-            tail = fh.read()
-            keep = self.folder / f"torn-{seg.stem}-{now_ms()}.bin"
-            keep.write_bytes(tail)
-            fh.truncate(good_end)
-            fh.flush()
-            os.fsync(fh.fileno())
-        log.warning("journal %s ended with %d bytes of an unfinished write (a crash); "
-                    "they were moved to %s", seg.name, len(tail), keep.name)
+            tail = fh.read(size - good_end)
+        whole = decode(tail + b"\n") if b"\n" not in tail else None
+        with open_append(seg) as out:
+            if whole is not None:
+                write_all(out, b"\n")
+                log.warning("journal %s ended without its last newline; the event was whole and is kept", seg.name)
+                return size + 1, whole.seq
+            keep = f"torn-{seg.stem}-{now_ms()}.bin"
+            hint = _SEQ_HINT.search(tail)
+            # the copy and its record first: a crash in between leaves the tail twice, never nowhere
+            if not self._record(SetAside("torn", seg.name, _line_of(seg, good_end), good_end, len(tail), keep, last,
+                                         int(hint.group(1)) if hint else None, False, now_ms()), tail):
+                raise JournalError(f"the journal ends in an unfinished write that cannot be moved aside (is the disk "
+                                   f"full?); nothing was changed: {seg}")
+            os.ftruncate(out.fileno(), good_end)
+            os.fsync(out.fileno())
+        log.warning("journal %s ended with %d bytes of an unfinished write (a crash); they were moved to %s",
+                    seg.name, len(tail), keep)
+        return None
 
     def _open_segment(self, path: Path) -> None:
         if self._fh is not None:
             self._fh.close()
         new = not path.exists()
-        self._fh = open(path, "ab")
-        self._segment_bytes = self._fh.tell()
+        self._fh = open_append(path)
+        self._segment_bytes = os.lseek(self._fh.fileno(), 0, os.SEEK_END)
         if new:
-            _fsync_dir(self.folder)
+            fsync_dir(self.folder)
 
     def append(self, items: list[tuple[str, dict]]) -> list[Entry]:
-        """Write events durably (one fsync for the batch) and return them with their seq."""
+        """Write events durably (one fsync for the batch) and return them with their seq. All or
+        nothing: a write that fails half-way (a full disk) is cut back and nothing is numbered."""
         if self._fh is None:
             raise JournalError("journal is not open for writing")
         if self._segment_bytes >= SEGMENT_BYTES:
             self._open_segment(self.folder / f"{self._next_seq:012d}.jsonl")
         at = now_ms()
-        entries = []
-        chunks = []
-        for op, data in items:
-            entry = Entry(self._next_seq, op, at, data)
-            self._next_seq += 1
-            entries.append(entry)
-            chunks.append(encode(entry))
-        blob = b"".join(chunks)
+        entries = [Entry(self._next_seq + i, op, at, data) for i, (op, data) in enumerate(items)]
+        blob = b"".join(encode(e) for e in entries)
         try:
-            self._fh.write(blob)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            write_all(self._fh, blob)
         except OSError as exc:
-            self._next_seq -= len(items)
-            raise JournalError(f"could not write the journal ({exc.strerror}); nothing was lost from "
-                               "what was already saved") from None
+            raise JournalError(f"could not write the journal ({exc.strerror or exc}); nothing of this write was "
+                               "kept, and nothing already saved was lost") from None
+        self._next_seq += len(entries)
         self._segment_bytes += len(blob)
+        if entries:
+            self.last_event_seq = entries[-1].seq
         return entries
 
     def close(self) -> None:
@@ -259,4 +424,15 @@ class Journal:
         self._lock.release()
 
 
-_fsync_dir = fsync_dir
+def _line_of(seg: Path, offset: int) -> int:
+    """The 1-based line number that starts at ``offset``."""
+    n = 1
+    with open(seg, "rb") as fh:
+        remaining = offset
+        while remaining > 0:
+            block = fh.read(min(remaining, 1 << 20))
+            if not block:
+                break
+            n += block.count(b"\n")
+            remaining -= len(block)
+    return n

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.durable import write_atomically
+from app.durable import open_append, write_all, write_atomically
 from app.core.records import Message
 from app.core.tagging import DOMAINS
 
@@ -42,6 +42,22 @@ def escape(text: str) -> str:
     return _TAGLIKE.sub("&lt;", text)
 
 
+_MARKER_UNSAFE = re.compile(r"[\s%<>&`]|-(?=-)")
+
+
+def marker(message_id: str) -> str:
+    """A message id as it stands in its block's markers and heading: whatever could end an HTML
+    comment, split the marker or open a tag (space, ``--``, ``<``, ``>``, ``&``, a backtick, ``%``)
+    is percent-encoded; the ids Kelvin makes are left as they are."""
+    return _MARKER_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode("utf-8")), message_id)
+
+
+def unmarker(text: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(text) if "%" in text else text
+
+
 def render_block(m: Message) -> str:
     when = m.timestamp.replace("T", " ")[:16] + " UTC"
     who = m.speaker or m.role
@@ -51,12 +67,13 @@ def render_block(m: Message) -> str:
     if m.status:
         bits.append(_STATUS_NOTE.get(m.status, m.status))
     body = escape(m.text).rstrip("\n")
+    mid = marker(m.id)
     return (
-        f"<!-- kelvin:begin {m.id} -->\n"
-        f"### {' · '.join(bits)}\n"
-        f"<sub>id `{m.id}` · conversation `{escape(m.conversation_id)}`</sub>\n\n"
+        f"<!-- kelvin:begin {mid} -->\n"
+        f"### {' · '.join(escape(b) for b in bits)}\n"
+        f"<sub>id `{mid}` · conversation `{marker(m.conversation_id)}`</sub>\n\n"
         f"{body}\n\n"
-        f"<!-- kelvin:end {m.id} -->\n"
+        f"<!-- kelvin:end {mid} -->\n"
     )
 
 
@@ -104,11 +121,9 @@ class MarkdownBook:
             by_domain.setdefault(m.tags.domain, []).append(render_block(m))
         for domain, blocks in by_domain.items():
             path = self.path(domain)
-            new = not path.exists()
-            with open(path, "a", encoding="utf-8", newline="\n") as fh:
-                if new:
-                    fh.write(self._header(domain))
-                fh.write("".join(blocks))
+            head = self._header(domain) if not path.exists() else ""
+            with open_append(path) as fh:
+                write_all(fh, (head + "".join(blocks)).encode("utf-8"), sync=False)
 
     def ids_present(self) -> set[str]:
         """Ids of every complete block, live or archived; files with a half-written block (a crash)
@@ -119,7 +134,7 @@ class MarkdownBook:
             found = [m.group("id") for m in _BLOCK.finditer(text)]
             if len(_BEGIN.findall(text)) != len(found):
                 self._rewrite(path, text, drop=set())
-            ids.update(found)
+            ids.update(unmarker(i) for i in found)
         return ids
 
     def live_times(self) -> list[int]:
@@ -132,12 +147,13 @@ class MarkdownBook:
         return out
 
     def _find(self, message_id: str) -> tuple[Path, str, re.Match] | None:
-        marker = f"<!-- kelvin:begin {message_id} -->"
+        mid = marker(message_id)
+        begin = f"<!-- kelvin:begin {mid} -->"
         for path in self.all_files():
             text = path.read_text(encoding="utf-8", errors="replace")
-            if marker in text:
+            if begin in text:
                 for b in _BLOCK.finditer(text):
-                    if b.group("id") == message_id:
+                    if b.group("id") == mid:
                         return path, text, b
         return None
 
@@ -146,7 +162,7 @@ class MarkdownBook:
         found = self._find(message_id)
         if found is None:
             return False
-        self._rewrite(found[0], found[1], drop={message_id})
+        self._rewrite(found[0], found[1], drop={marker(message_id)})
         return True
 
     def upsert(self, message: Message, day: str | None = None) -> None:
@@ -161,7 +177,7 @@ class MarkdownBook:
                 _atomic_write(path, text[: b.start()] + new_block + text[b.end():])
                 return
             day = self._day_of(path)
-            self._rewrite(path, text, drop={message.id})
+            self._rewrite(path, text, drop={marker(message.id)})
         path = self.path(message.tags.domain, day)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -230,8 +246,8 @@ class MarkdownBook:
             _rmdir_if_empty(self.folder / ARCHIVE / day)
 
     def _rewrite(self, path: Path, text: str, drop: set[str]) -> None:
-        """Write a file again without some blocks; a file left with none goes (as ``rebuild``
-        would not write it)."""
+        """Write a file again without some blocks (``drop``: their marker ids); a file left with
+        none goes (as ``rebuild`` would not write it)."""
         kept = [_whole(b) for b in _BLOCK.finditer(text) if b.group("id") not in drop]
         if drop and not kept:
             path.unlink()

@@ -22,6 +22,7 @@ from app.core.extraction import Context, Extractor, Mention
 from app.core.ledger import UNSET, Current, Entry, Ledger
 from app.core.parameters import ANY, ParamSpec, format_value
 from app.core.records import Message
+from app.durable import open_append, write_all
 
 log = logging.getLogger("kelvin.settings")
 
@@ -167,8 +168,9 @@ class SettingsBook:
     def _persist(self, lines: list[dict]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         if lines:
-            with self._log_path.open("a", encoding="utf-8") as fh:
-                fh.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+            with open_append(self._log_path) as fh:
+                write_all(fh, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8"),
+                          sync=False)
             self._lines += len(lines)
         state = {"seq": self.seq, "lines": self._lines, "engine": self._engine,
                  "contexts": {cid: self._context_json(c) for cid, c in list(self._contexts.items())[-32:]}}

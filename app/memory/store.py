@@ -21,7 +21,18 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from app.core import projects
-from app.core.records import Memory, Message, RecordError
+from app.core.records import (
+    Memory,
+    Message,
+    RecordError,
+    check_id,
+    check_name,
+    check_role,
+    check_speaker,
+    check_status,
+    check_text,
+)
+from app.durable import refuse_links
 from app.core.extraction import Extractor
 from app.core.tagging import Tagger
 from app.memory.embedders import Embedder, EmbedderUnavailable
@@ -44,6 +55,8 @@ OP_DAY_ROLLOVER = "day.rollover"
 OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MESSAGE_RESTORE, OP_MEMORY_ADD, OP_MEMORY_DELETE,
        OP_DAY_ROLLOVER, *SETTING_OPS)
 EMBEDDER_RETRY_S = 30.0
+PROJECT_BATCH = 2000  # events projected into Markdown and the index at a time
+_WRITTEN = {".md", ".json", ".jsonl", ".bin", ".lance"}  # what Kelvin writes in a project's folders
 
 
 @dataclass
@@ -60,6 +73,11 @@ class Projections:
     # no live Markdown block was said before this (a lower bound; None: not known), so the check at
     # the day's first turn reads no file
     live_since_ms: int | None = None
+    # a rebuild began and has not finished (a kill mid-reindex): the next open finishes it
+    rebuilding: bool = False
+    # the highest event number any projection has seen: new events are numbered above it, even if
+    # the journal lost its tail
+    seen_seq: int = 0
 
     @classmethod
     def load(cls, path: Path) -> "Projections":
@@ -69,7 +87,8 @@ class Projections:
             rollovers = [[int(r[0]), int(r[1]), str(r[2])] for r in rolls] if isinstance(rolls, list) else None
             since = data.get("live_since_ms")
             return cls(int(data["markdown_seq"]), int(data["index_seq"]), str(data.get("embedder", "")),
-                       rollovers, int(since) if since is not None else None)
+                       rollovers, int(since) if since is not None else None, bool(data.get("rebuilding", False)),
+                       int(data.get("seen_seq") or 0))
         except FileNotFoundError:
             return cls()
         except (ValueError, KeyError, TypeError, IndexError, OSError):
@@ -77,6 +96,7 @@ class Projections:
             return cls()
 
     def save(self, path: Path) -> None:
+        self.seen_seq = max(self.seen_seq, self.index_seq, self.markdown_seq)
         fd, tmp = tempfile.mkstemp(prefix=".projections.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(self.__dict__, fh)
@@ -89,10 +109,11 @@ class ProjectStore:
     def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = "",
                  extractor: Extractor | None = None):
         self.name = name
+        self.data_dir = data_dir
         self.folder = data_dir / projects.folder_name(name)
         if self.folder.resolve().parent != data_dir.resolve():
             raise RecordError(f"project name {name!r} does not map to a folder inside the data folder")
-        self.journal = Journal(self.folder / "journal")
+        self.journal = Journal(self.folder / "journal", accept=whole_event)
         self.book = MarkdownBook(self.folder, name)
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
         self.tagger = tagger
@@ -107,6 +128,8 @@ class ProjectStore:
         self._known: set[str] | None = None  # message ids stored, once loaded (writer thread only)
         self._rollover_lock = threading.Lock()  # a search may read the rollovers while the writer adds one
         self._embedder_down_until = 0.0
+        self.rescued: list[str] = []  # messages the last rebuild found only in the index, journaled again
+        self.projection_error = ""  # why the last write's projection failed ("" when it did not)
         self.on_embedder_problem: Callable[[str], None] = lambda msg: log.warning("%s", msg)
 
     # ---- opening -----------------------------------------------------------------------------------
@@ -125,11 +148,19 @@ class ProjectStore:
         return self._writable
 
     def open_for_write(self) -> int:
-        """Lock the project for this process and catch the projections up. Returns events replayed."""
+        """Lock the project for this process and catch the projections up: replay what they missed,
+        or rebuild them from the journal when they cannot be trusted (a rebuild that was interrupted,
+        projections ahead of the journal, a missing index). Returns the events replayed."""
         if self._writable:
             return 0
-        self.journal.open_for_write()
+        self.check_folders()
+        self.journal.open_for_write(floor_seq=self._projected_seq())
         self._writable = True
+        why = self._why_rebuild()
+        if why:
+            log.warning("project %s: %s; rebuilding the index and Markdown from the journal", self.name, why)
+            self.rebuild(rescue=True)
+            return self.journal.last_seq()
         if not self.index.exists:
             self.index.create(self._embedder_dim())
             self.state = replace(self.state, index_seq=0, embedder=self.embedder.spec)
@@ -137,6 +168,52 @@ class ProjectStore:
         elif self.state.embedder != self.embedder.spec:
             self._switch_embedder()
         return self._replay()
+
+    def check_folders(self) -> None:
+        """Refuse a project in which a folder or a file Kelvin writes is a symbolic link: writes would
+        land outside the data folder (appends and locks also refuse links one by one)."""
+        refuse_links(self.folder, self.data_dir)
+        archive = self.folder / "archive"
+        days = [d for d in archive.iterdir()] if archive.is_dir() and not archive.is_symlink() else []
+        for folder in (self.folder, self.journal.folder, archive, *days):
+            if folder.is_symlink():
+                refuse_links(folder)
+            if folder.is_dir():
+                for child in folder.iterdir():
+                    if child.is_symlink() and (child.suffix in _WRITTEN or child.name == "LOCK" or child.is_dir()):
+                        refuse_links(child)
+        for index in self._local_index():
+            refuse_links(index)
+
+    def _local_index(self) -> list[Path]:
+        default = self.folder / "memory.lance"
+        return [default] if self.index_uri == str(default) else []
+
+    def _projected_seq(self) -> int:
+        """The furthest any projection has seen."""
+        return max(self.state.seen_seq, self.state.index_seq, self.state.markdown_seq,
+                   self.settings.seq if self.settings else 0)
+
+    def _why_rebuild(self) -> str:
+        last = self.journal.last_seq()
+        if self.state.rebuilding:
+            return "a rebuild of the index was interrupted"
+        ahead = max(self.state.index_seq, self.state.markdown_seq, self.settings.seq if self.settings else 0)
+        if ahead > last:
+            return f"the index and Markdown are ahead of the journal (event {ahead}, the journal ends at {last})"
+        if last and not self.index.exists:
+            return "the search index is missing"
+        return ""
+
+    def behind(self) -> bool:
+        """Whether the projections need catching up (a reader asks before its first read)."""
+        if self.state.rebuilding:
+            return True
+        last = self.journal.last_seq()
+        if last == 0:
+            return False
+        settled = min(self.state.index_seq, self.state.markdown_seq, self.settings.seq if self.settings else last)
+        return settled != last or not self.index.exists  # behind, ahead, or the index is gone
 
     def close(self) -> None:
         self.journal.close()
@@ -170,14 +247,17 @@ class ProjectStore:
             return 0
         log.info("project %s: replaying %d journaled events into the index and Markdown", self.name, len(pending))
         present = self.book.ids_present()
-        for i in range(0, len(pending), 2000):
-            self._project(pending[i : i + 2000], replay=True, present=present)
+        for i in range(0, len(pending), PROJECT_BATCH):
+            self._project(pending[i : i + PROJECT_BATCH], replay=True, present=present)
         return len(pending)
 
     # ---- writing -----------------------------------------------------------------------------------
-    def write(self, items: Sequence[tuple[str, dict]]) -> list[Entry]:
-        """Journal the events durably, then project them. A message whose id is already stored is
-        left out, so committing or importing the same message twice changes nothing."""
+    def write(self, items: Sequence[tuple[str, dict]],
+              progress: Callable[[int, int], None] = lambda done, total: None) -> list[Entry]:
+        """Journal the events durably in one append (all or nothing), then project them a batch at a
+        time. A message whose id is already stored is left out, so committing or importing the same
+        message twice changes nothing. A projection that fails leaves the events journaled and
+        caught up later; ``projection_error`` says why."""
         self.open_for_write()
         if self._behind:
             self._replay()
@@ -195,10 +275,14 @@ class ProjectStore:
             return []
         entries = self.journal.append(kept)
         known |= batch
+        self.projection_error = ""
         try:
-            self._project(entries)
-        except Exception:  # noqa: BLE001 — the events are durable; the projections catch up later
+            for i in range(0, len(entries), PROJECT_BATCH):
+                self._project(entries[i : i + PROJECT_BATCH])
+                progress(min(i + PROJECT_BATCH, len(entries)), len(entries))
+        except Exception as exc:  # noqa: BLE001 — the events are durable; the projections catch up later
             self._behind = True
+            self.projection_error = str(getattr(exc, "strerror", None) or exc)
             log.exception("saved to the journal, but updating the index or Markdown failed; "
                           "it will be retried with the next write or the next start")
         return entries
@@ -390,20 +474,36 @@ class ProjectStore:
         return done
 
     # ---- rebuilding --------------------------------------------------------------------------------
-    def rebuild(self, progress: Callable[[int, int], None] = lambda done, total: None) -> int:
-        """Build the index and the Markdown files again from the journal alone."""
+    def rebuild(self, progress: Callable[[int, int], None] = lambda done, total: None, rescue: bool = False) -> int:
+        """Build the index, the Markdown files and the settings ledger again from the journal alone.
+
+        Crash-safe: the projections are marked as rebuilding before anything is dropped, so a kill
+        at any moment leaves a store whose next open rebuilds again. Where the journal shows a loss
+        (a damaged line it could not read back, a torn tail, projections ahead of it) — or when
+        ``rescue`` — messages the old index still holds and the journal no longer does are
+        journaled again first (as restores), so a rebuild never drops what only the index kept."""
         self.open_for_write()
+        self.journal.damaged_lines = 0
         folded = self._fold_all()
+        self.rescued = []
+        if rescue or self.journal.damaged_lines or self.journal.set_aside():
+            self.rescued = self._rescue(folded)
+            if self.rescued:
+                folded = self._fold_all()
         messages, memories = folded.messages, folded.memories
         last = self.journal.last_seq()
+        with self._rollover_lock:
+            self.state = replace(self.state, markdown_seq=0, index_seq=0, rebuilding=True,
+                                 seen_seq=max(self._projected_seq(), last))
+        self.state.save(self._state_path)
         self._known = None
         self.index.create(self._embedder_dim())
         ordered = sorted(messages.values(), key=lambda m: m.ts_ms)  # stable: ties keep journal order
-        for i in range(0, len(ordered), 2000):
-            batch = ordered[i : i + 2000]
+        for i in range(0, len(ordered), PROJECT_BATCH):
+            batch = ordered[i : i + PROJECT_BATCH]
             rows = [r for m in batch for r in message_rows(m)]
             self.index.put_messages(batch, self._embed({r["chunk_id"]: r["text"] for r in rows}), rows=rows)
-            progress(min(i + 2000, len(ordered)), len(ordered))
+            progress(min(i + PROJECT_BATCH, len(ordered)), len(ordered))
         self.index.put_memories(list(memories.values()), self._embed({m.id: m.text for m in memories.values()}))
         self.book.rebuild(ordered, folded.archived)
         if self.settings is not None:
@@ -411,10 +511,30 @@ class ProjectStore:
         live = [m.ts_ms for m in ordered if m.id not in folded.archived]
         with self._rollover_lock:
             self.state = Projections(markdown_seq=last, index_seq=last, embedder=self.embedder.spec,
-                                     rollovers=folded.rollovers, live_since_ms=min(live, default=None))
+                                     rollovers=folded.rollovers, live_since_ms=min(live, default=None),
+                                     seen_seq=self.state.seen_seq)
         self.state.save(self._state_path)
         self.index.optimize()
         return len(ordered)
+
+    def _rescue(self, folded: "Folded") -> list[str]:
+        """Messages the index holds that the journal has lost and never deleted, journaled again as
+        restores (the index is the second copy). Returns their ids."""
+        try:
+            if not self.index.exists:
+                return []
+            lost = sorted(self.index.message_ids() - folded.messages.keys() - folded.deleted)
+            found = self.index.messages(lost) if lost else {}
+        except Exception as exc:  # noqa: BLE001 — a damaged index (why one rebuilds): nothing to rescue from
+            log.warning("project %s: the old index could not be read for messages the journal lost: %s", self.name, exc)
+            return []
+        if not found:
+            return []
+        ordered = sorted(found.values(), key=lambda m: (m.ts_ms, m.id))
+        self.journal.append([(OP_MESSAGE_RESTORE, m.to_event()) for m in ordered])
+        log.warning("project %s: %d message(s) the journal had lost were still in the index and were journaled "
+                    "again: %s", self.name, len(ordered), ", ".join(m.id for m in ordered[:10]))
+        return [m.id for m in ordered]
 
     def _fold(self) -> tuple[dict[str, Message], dict[str, Memory]]:
         """The live messages and memories, as the journal has them after every edit and delete."""
@@ -430,6 +550,7 @@ class ProjectStore:
         live: dict[str, int] = {}  # id → ts of the messages in the live files
         archived: dict[str, str] = {}
         rollovers: list[list] = []
+        deleted: set[str] = set()
         for e in self.journal.read():
             d = e.data
             if e.op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE) and d["id"] not in messages:
@@ -442,6 +563,7 @@ class ProjectStore:
             elif e.op == OP_MESSAGE_EDIT and d["id"] in messages:
                 messages[d["id"]] = {**messages[d["id"]], "text": d["text"]}
             elif e.op == OP_MESSAGE_DELETE:
+                deleted.add(d["id"])
                 messages.pop(d["id"], None)
                 live.pop(d["id"], None)
                 archived.pop(d["id"], None)
@@ -455,7 +577,8 @@ class ProjectStore:
                 memories[d["id"]] = Memory(**d)
             elif e.op == OP_MEMORY_DELETE:
                 memories.pop(d["id"], None)
-        return Folded({k: self.to_message(v) for k, v in messages.items()}, memories, archived, rollovers)
+        return Folded({k: self.to_message(v) for k, v in messages.items()}, memories, archived, rollovers,
+                      deleted - messages.keys())
 
     def journal_messages(self) -> list[Message]:
         """Every live message as the journal has it (for checks and tools)."""
@@ -471,6 +594,7 @@ class Folded:
     memories: dict[str, Memory]
     archived: dict[str, str] = field(default_factory=dict)
     rollovers: list[list] = field(default_factory=list)
+    deleted: set[str] = field(default_factory=set)  # deleted and not restored since
 
 
 def _place_in(rollovers: list[list], ts_ms: int) -> str | None:
@@ -485,3 +609,27 @@ def _place_in(rollovers: list[list], ts_ms: int) -> str | None:
 def local_day(ts_ms: int) -> str:
     """The local calendar date of a moment, as YYYY-MM-DD (the name of an archived day)."""
     return datetime.fromtimestamp(ts_ms / 1000).date().isoformat()
+
+
+def whole_event(e: Entry) -> bool:
+    """Whether an event read back from a damaged journal line is whole enough to project."""
+    d = e.data
+    try:
+        if e.op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE):
+            check_id(d["id"]), check_text(d["text"]), check_role(d["role"]), check_speaker(d["speaker"])
+            check_name(d["conversation_id"], "conversation_id"), check_status(d.get("status", ""))
+            return isinstance(d["ts_ms"], int) and isinstance(d.get("turn_id", ""), str)
+        if e.op == OP_MESSAGE_EDIT:
+            return bool(check_id(d["id"]) and check_text(d["text"]))
+        if e.op in (OP_MESSAGE_DELETE, OP_MEMORY_DELETE):
+            return bool(check_id(d["id"]))
+        if e.op == OP_MEMORY_ADD:
+            Memory(**d)
+            return bool(check_id(d["id"]) and check_text(d["text"])) and isinstance(d["ts_ms"], int)
+        if e.op == OP_DAY_ROLLOVER:
+            return isinstance(d["cutoff_ms"], int) and bool(str(d["day"]))
+        if e.op in SETTING_OPS:
+            return isinstance(d.get("parameter", ""), str) and isinstance(d.get("ts_ms", 0), int)
+    except (RecordError, KeyError, TypeError, ValueError):
+        return False
+    return False

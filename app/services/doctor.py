@@ -41,6 +41,7 @@ def run(settings: Settings, backend: OllamaBackend, memory=None) -> list[Check]:
     checks.append(data_folder(settings.data_path()))
     if memory is not None:
         checks.append(_store(settings, memory))
+        checks.append(journal(settings.project, memory))
     return checks
 
 
@@ -146,3 +147,30 @@ def _store(settings: Settings, memory) -> Check:
         n = stats["index"]["chunks_without_vectors"]
         return Check("memory", INFO, f"{detail}; {n} chunks wait for vectors (filled in when the embedder is up)")
     return Check("memory", OK, detail)
+
+
+def journal(name: str, memory) -> Check:
+    """Every journal line's checksum, and what was set aside (torn tails, damaged lines) and is still
+    there: reported until the artist has looked at it and removed the file."""
+    from app.memory.journal import JournalError
+
+    try:
+        store = memory.store(name)
+        if not store.exists():
+            return Check("journal", INFO, f"project {name!r} has no journal yet")
+        reader = store.journal
+        before = reader.damaged_lines
+        events = sum(1 for _ in reader.read())
+        damaged = reader.damaged_lines - before
+        aside = reader.set_aside()
+    except (JournalError, OSError, ValueError) as exc:
+        return Check("journal", FAIL, f"project {name!r}: the journal cannot be read: {exc}",
+                     "check the disk; the journal is the source of truth, do not delete it")
+    if not damaged and not aside:
+        return Check("journal", OK, f"project {name!r}: {events:,} events, every checksum good")
+    said = [r.describe() for r in aside]
+    if damaged > sum(r.kind == "damaged" for r in aside):
+        said.append(f"{damaged} damaged line(s), set aside when Kelvin next writes this project")
+    return Check("journal", WARN, f"project {name!r}: {events:,} events readable; " + "; ".join(said),
+                 "open the file(s) in the journal folder to see what they held (a message read back from a damaged "
+                 "line is kept in memory; see README, Troubleshooting); delete a file once you have dealt with it")

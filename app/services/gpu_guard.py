@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from app.core.commands import Mode
+from app.durable import open_append, write_all
 from app.core.vram import (OFF, RESUME, UNLOAD, GuardConfig, Sample, Transition, VramPolicy, mb_text,
                            renderer_label, renderer_names)
 from app.llm.backend import OllamaBackend, full_name
@@ -217,8 +218,9 @@ class GpuGuard:
         if self.log_path is not None:
             try:
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                with self.log_path.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps({**event.to_json(), "at": round(event.at, 3)}) + "\n")
+                with open_append(self.log_path) as f:
+                    write_all(f, (json.dumps({**event.to_json(), "at": round(event.at, 3)}) + "\n").encode("utf-8"),
+                              sync=False)
             except OSError as exc:
                 log.warning("cannot write the GPU event log %s: %s", self.log_path, exc)
         for listener in list(self.on_event):

@@ -54,13 +54,22 @@ def read_jsonl(path: Path, default_project: str) -> list[ImportItem]:
     base_ms = now_ms()
     items: list[ImportItem] = []
     seen: dict[tuple, int] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
+    ids: dict[tuple[str, str], tuple[int, str]] = {}  # (project, id) → (line, text)
+    # lines end at "\n" only: U+2028, U+2029 and U+0085 are characters inside a message, not breaks
+    for lineno, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
-            items.append(_parse_line(line, default_project, base_ms + len(items), seen))
+            item = _parse_line(line, default_project, base_ms + len(items), seen)
         except RecordError as exc:
             raise ImportProblem(f"{path} line {lineno}: {exc}") from None
+        key = (projects.folder_name(item.project), item.message.id)
+        first = ids.setdefault(key, (lineno, item.message.text))
+        if first[1] != item.message.text:
+            raise ImportProblem(f"{path} lines {first[0]} and {lineno} give the id {item.message.id!r} two different "
+                                "texts; give one of them another id")
+        items.append(item)
     if not items:
         raise ImportProblem(f"{path} holds no messages (expected one JSON object per line)")
     return items
@@ -71,6 +80,8 @@ def _parse_line(line: str, default_project: str, default_ms: int, seen: dict[tup
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise RecordError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise RecordError("its JSON is nested too deeply (expected one flat object per line)") from None
     if not isinstance(obj, dict):
         raise RecordError("expected a JSON object such as {\"text\": \"…\"}")
     if "text" not in obj:

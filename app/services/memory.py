@@ -7,6 +7,7 @@ caller's thread against the LanceDB index. Qt-free.
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 import tomllib
@@ -36,8 +37,8 @@ from app.core.extraction import Extractor
 from app.core.parameters import Catalogue, specs_from_dict
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
-from app.memory.index import Filters, message_from_rows
-from app.memory.journal import StoreLocked
+from app.memory.index import Filters, IndexError_, message_from_rows
+from app.memory.journal import JournalError, StoreLocked
 from app.memory.markdown import before
 from app.memory.store import (
     OP_MEMORY_ADD,
@@ -54,7 +55,6 @@ from app.settings import Settings, config_dir
 
 log = logging.getLogger("kelvin.memory")
 
-IMPORT_BATCH = 2000
 CANDIDATES_PER_K = 4
 OPTIMIZE_AFTER_WRITES = 50
 
@@ -175,24 +175,47 @@ class MemoryService:
 
     def import_items(self, items: list[ImportItem],
                      progress: Callable[[int, int], None] = lambda done, total: None) -> ImportReport:
-        """Store checked import items in timestamp order, in batches; waits until all are written."""
+        """Store checked import items in timestamp order and wait until they are written. All or
+        nothing per project: its messages are journaled in one append, so a full disk or a failed
+        write keeps none of them (the index and Markdown follow in batches; if those fail, the
+        messages are safe in the journal and :class:`MemoryBehind` says so)."""
         ordered = sorted(items, key=lambda it: (it.message.ts_ms, it.message.id))
-        for name in {it.project for it in ordered}:
+        by_project: dict[str, list[tuple[str, dict]]] = {}
+        for it in ordered:
+            by_project.setdefault(it.project, []).append((OP_MESSAGE_ADD, it.message.to_event()))
+        self._check_space([it.message for it in ordered])
+        for name in by_project:
             self.open(name)
-        futures: list[tuple[Future, int]] = []
-        for i in range(0, len(ordered), IMPORT_BATCH):
-            batch = ordered[i : i + IMPORT_BATCH]
-            by_project: dict[str, list] = {}
-            for it in batch:
-                by_project.setdefault(it.project, []).append((OP_MESSAGE_ADD, it.message.to_event()))
-            for name, events in by_project.items():
-                futures.append((self.writer.submit(name, events), len(events)))
         added = done = 0
-        for fut, n in futures:
-            added += len(fut.result())
-            done += n
+        for name, events in by_project.items():
+            store = self.store(name)
+
+            def step(d: int, t: int, base: int = done, n: int = len(events)) -> None:
+                progress(base + (n * d) // max(t, 1), len(ordered))
+
+            entries = self.writer.call(lambda: store.write(events, step)).result()[0]
+            added += len(entries)
+            done += len(events)
             progress(done, len(ordered))
+            if store.projection_error:
+                raise MemoryBehind(f"the {len(entries):,} imported messages are safe in the journal of {store.name!r}, "
+                                   f"but the index and Markdown could not be updated ({store.projection_error}); "
+                                   "Kelvin finishes them on its next start")
         return ImportReport(total=len(ordered), added=added)
+
+    def _check_space(self, messages: list[Message]) -> None:
+        """Refuse an import the disk cannot hold, before anything is written."""
+        folder = self.data_dir
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            return
+        need = space_needed(messages, self.embedder.spec != "none")
+        if need > free:
+            raise RecordError(f"not enough free space for this import in {self.data_dir}: it needs about "
+                              f"{_mb(need)}, {_mb(free)} are free; nothing was imported")
 
     def edit(self, message_id: str, text: str, project: str | None = None) -> Message:
         store = self.store(project)
@@ -317,11 +340,14 @@ class MemoryService:
         if store.name in self._caught_up:
             return
         self._caught_up.add(store.name)
-        if store.journal.last_seq() > min(store.state.index_seq, store.state.markdown_seq, store.settings.seq):
+        if store.behind():
             try:
                 self.writer.call(store.open_for_write).result()
             except StoreLocked:
                 log.info("project %s is open in another Kelvin process; reading it as it is", store.name)
+            except (OSError, JournalError, IndexError_) as exc:  # a full disk: reading still works
+                self._notice(f"the memory of {store.name!r} could not be brought up to date ({exc}); "
+                             "showing what is indexed")
 
     def _query_vector(self, query: str, stores: list[ProjectStore]) -> list[float] | None:
         if self.embedder.spec == "none" or time.monotonic() < self._query_embed_down_until:
@@ -447,6 +473,7 @@ class MemoryService:
         out["journal"] = {"events": last_seq, "bytes": journal.size_bytes()}
         out["embedder"] = {"configured": self.embedder.spec, "indexed_with": store.state.embedder or None}
         out["markdown_files"] = {p.name: p.stat().st_size for p in store.book.files()}
+        out["set_aside"] = self.set_aside(project)
         if not (store.exists() and store.index.exists):
             return out
         ix = store.index
@@ -468,6 +495,35 @@ class MemoryService:
                         "bytes": _folder_bytes(Path(ix.uri)) if "://" not in ix.uri else None}
         out["projections_behind"] = max(0, last_seq - min(store.state.index_seq, store.state.markdown_seq))
         return out
+
+    def set_aside(self, project: str | None = None) -> list[str]:
+        """What the project's journal moved aside (torn tails, damaged lines) and is still there, in
+        words, until the artist removes the files."""
+        store = self.store(project)
+        return [rec.describe() for rec in store.journal.set_aside()] if store.exists() else []
+
+
+class MemoryBehind(JournalError):
+    """Written to the journal, but the index or Markdown could not follow (they catch up later)."""
+
+
+# What a message costs on disk, measured at 100k messages (docs/benchmarks.md §4): the journal, the
+# Markdown and the index each hold about the text again (≈4.2× the import file right after an
+# import, old index versions included), and a 384-d vector ≈ 3.9 kB per message with its index.
+DISK_PER_TEXT_BYTE = 4.5
+DISK_PER_MESSAGE = 1_000
+DISK_PER_VECTOR = 4_000
+DISK_MARGIN = 32 * 2**20
+
+
+def space_needed(messages: list[Message], vectors: bool) -> int:
+    text = sum(len(m.text.encode("utf-8", "surrogatepass")) for m in messages)
+    return int(DISK_PER_TEXT_BYTE * text + len(messages) * (DISK_PER_MESSAGE + (DISK_PER_VECTOR if vectors else 0))
+               + DISK_MARGIN)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:,.0f} MB" if n >= 2**20 else f"{n / 1024:,.0f} kB"
 
 
 def _folder_bytes(path: Path) -> int:

@@ -26,6 +26,8 @@ from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout,
                                QWidget)
 
+from app.durable import refuse_links
+
 log = logging.getLogger("kelvin.crash")
 
 LOG_NAME = "kelvin.log"
@@ -74,6 +76,8 @@ class AppLog:
 
 def _open_handler(folder: Path) -> RotatingFileHandler:
     folder.mkdir(parents=True, exist_ok=True)
+    for path in (folder, *(folder / f"{LOG_NAME}{suffix}" for suffix in ("", *(f".{i}" for i in range(1, LOG_BACKUPS + 1))))):
+        refuse_links(path)  # a planted link must not make the log append to (or rotate) a file elsewhere
     handler = RotatingFileHandler(folder / LOG_NAME, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s [%(threadName)s] %(message)s"))
     return handler
