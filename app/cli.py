@@ -303,6 +303,7 @@ def _memory(args, service) -> int:
     if cmd == "remember":
         mem, fut = service.remember(args.text, args.category, project=project)
         fut.result()
+        service.settled(project, f"the memory {mem.id}")
         print(f"remembered {mem.id}")
         return EXIT_OK
     if cmd == "forget":
@@ -486,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
             return _welcome(settings, "no display to open the window on (no DISPLAY or WAYLAND_DISPLAY)")
         from app import terminal
 
+        terminal.leave_on_quit_signals()
         if args.command == "doctor":
             return terminal.doctor(settings, args.json)
         if args.command == "gpu":
@@ -517,9 +519,15 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"kelvin: the memory store could not be used: {exc}\n"
                          "kelvin: if the index is damaged, `kelvin memory reindex` rebuilds it from the journal\n")
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        sys.stderr.write("kelvin: interrupted; everything already written is kept\n")
-        return 130
+    except KeyboardInterrupt as exc:
+        from app.terminal import Terminated
+
+        why = f"stopped ({exc.name})" if isinstance(exc, Terminated) else "interrupted"
+        try:
+            sys.stderr.write(f"kelvin: {why}; everything already written is kept\n")
+        except OSError:  # the terminal is gone (SIGHUP)
+            pass
+        return 128 + exc.signum if isinstance(exc, Terminated) else 130
     finally:
         if service is not None:
             service.close()

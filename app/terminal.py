@@ -23,17 +23,58 @@ _KIND_HINT = {
 }
 
 
+QUIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (``timeout``, a closed terminal, a logout): Kelvin leaves as on Ctrl+C at
+    the prompt, after storing what was said — never killed mid-write."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+def leave_on_quit_signals() -> None:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread, so the command unwinds:
+    the writer drains, projects are released (the default would end the process on the spot)."""
+    def raise_terminated(signum, frame):
+        raise Terminated(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in QUIT_SIGNALS:
+            signal.signal(sig, raise_terminated)
+
+
 @contextmanager
 def _ctrl_c_cancels(conversation):
-    """While a reply streams, Ctrl+C stops the reply instead of killing Kelvin."""
+    """While a reply streams, Ctrl+C stops the reply instead of killing Kelvin; SIGTERM and SIGHUP
+    stop it too (the partial reply is stored as stopped) and are raised again once the turn is in
+    the store, as :class:`Terminated`."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: conversation.cancel())
+    quit_signal: list[int] = []
+
+    def on_signal(signum, frame):
+        if signum == signal.SIGINT:
+            conversation.cancel()
+        else:
+            quit_signal.append(signum)
+            conversation.cancel(f"Kelvin was closed ({signal.Signals(signum).name})")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, *QUIT_SIGNALS)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if quit_signal:
+        raise Terminated(quit_signal[0])
 
 
 def _footer(result) -> str:
@@ -78,8 +119,12 @@ def chat_once(conversation, question: str, as_json: bool = False) -> int:
             screen["open"] = False
             _silence_stdout()
 
-    with _ctrl_c_cancels(conversation):
-        result = conversation.ask(question, show, fallback=False)
+    try:
+        with _ctrl_c_cancels(conversation):
+            result = conversation.ask(question, show, fallback=False)
+    except Terminated:
+        _wait_stored(result)  # (bound: the signal is raised again only once ask() has returned)
+        raise
     stored_ok = _wait_stored(result)
     if not screen["open"]:
         return EXIT_OK if result.answered and stored_ok else EXIT_ERROR
@@ -134,6 +179,8 @@ def chat_loop(conversation, read=input) -> int:
     while True:
         try:
             text = read(f"\n[{c.project}] you ▸ ")
+        except Terminated:
+            raise
         except (EOFError, KeyboardInterrupt):
             print()
             return EXIT_OK

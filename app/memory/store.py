@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -37,7 +38,7 @@ from app.core.extraction import Extractor
 from app.core.tagging import Tagger
 from app.memory.embedders import Embedder, EmbedderUnavailable
 from app.memory.index import CHUNKS, MEMORIES, ProjectIndex, message_rows
-from app.memory.journal import Entry, Journal
+from app.memory.journal import Entry, Journal, JournalError
 from app.memory.markdown import MarkdownBook, before
 from app.memory.settings_book import SETTING_OPS, SettingsBook
 
@@ -57,6 +58,30 @@ OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MESSAGE_RESTORE, O
 EMBEDDER_RETRY_S = 30.0
 PROJECT_BATCH = 2000  # events projected into Markdown and the index at a time
 _WRITTEN = {".md", ".json", ".jsonl", ".bin", ".lance"}  # what Kelvin writes in a project's folders
+
+
+class DiskFull(JournalError):
+    """The disk cannot hold a write; nothing of it was written."""
+
+
+# What a message costs on disk, measured at 100k messages (docs/benchmarks.md §4): the journal, the
+# Markdown and the index each hold about the text again (≈4.2× an import file right after the
+# import, old index versions included), and a 384-d vector ≈ 3.9 kB per message with its index.
+DISK_PER_TEXT_BYTE = 4.5
+DISK_PER_MESSAGE = 1_000
+DISK_PER_VECTOR = 4_000
+DISK_MARGIN = 1 * 2**20  # LanceDB's manifests and index files for one more version
+
+
+def disk_needed(texts: Sequence[str], vectors: bool) -> int:
+    """Bytes a write of these texts takes on disk, generously (journal, Markdown, index)."""
+    size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+    return int(DISK_PER_TEXT_BYTE * size + len(texts) * (DISK_PER_MESSAGE + (DISK_PER_VECTOR if vectors else 0))
+               + DISK_MARGIN)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:,.0f} MB" if n >= 2**20 else f"{n / 1024:,.0f} kB"
 
 
 @dataclass
@@ -111,6 +136,7 @@ class ProjectStore:
         self.name = name
         self.data_dir = data_dir
         self.folder = data_dir / projects.folder_name(name)
+        refuse_links(self.folder)  # a project folder linked elsewhere: said as such
         if self.folder.resolve().parent != data_dir.resolve():
             raise RecordError(f"project name {name!r} does not map to a folder inside the data folder")
         self.journal = Journal(self.folder / "journal", accept=whole_event)
@@ -273,6 +299,7 @@ class ProjectStore:
             kept.append((op, d))
         if not kept:
             return []
+        self._check_room(kept)
         entries = self.journal.append(kept)
         known |= batch
         self.projection_error = ""
@@ -283,9 +310,25 @@ class ProjectStore:
         except Exception as exc:  # noqa: BLE001 — the events are durable; the projections catch up later
             self._behind = True
             self.projection_error = str(getattr(exc, "strerror", None) or exc)
-            log.exception("saved to the journal, but updating the index or Markdown failed; "
-                          "it will be retried with the next write or the next start")
+            if isinstance(exc, OSError):  # expected (a disk that filled up meanwhile): no traceback
+                log.warning("saved to the journal, but the index or Markdown could not be updated (%s); they catch "
+                            "up with the next write or the next start", self.projection_error)
+            else:
+                log.exception("saved to the journal, but updating the index or Markdown failed; "
+                              "it will be retried with the next write or the next start")
         return entries
+
+    def _check_room(self, items: Sequence[tuple[str, dict]]) -> None:
+        """Refuse a write the disk cannot hold before anything of it is journaled."""
+        try:
+            free = shutil.disk_usage(self.folder).free
+        except OSError:
+            return
+        texts = [str(d.get("text", "")) for _op, d in items]
+        need = disk_needed(texts, bool(self.index.vector_dim()))
+        if need > free:
+            raise DiskFull(f"not enough free space in {self.folder.parent} for this: it needs about {_size(need)}, "
+                           f"{_size(free)} are free; nothing was written (free some space and try again)")
 
     def _known_ids(self) -> set[str]:
         """Ids of the stored messages, kept in memory by the writer: the duplicate check on every

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Callable
 
 from app import resources
-from app.core import commands, tools
+from app.core import chunking, commands, tools
 from app.core.commands import Command, Mode
 from app.core.context import RECENT_TURNS, Budget, Ingredients, Window, pack, when
 from app.core.recall import recall_answer
-from app.core.records import Memory, Message, RecordError, check_text, clean_output, new_id, now_ms
+from app.core.records import MAX_MESSAGE_CHARS, Memory, Message, RecordError, check_text, clean_output, new_id, now_ms
 from app.core.tokens import Calibration, clip, estimate_messages
 from app.llm.backend import ChatChunk, ChatStream, ModelInfo, OllamaBackend, ToolCall
 from app.llm.errors import ModelMissing, NotRunning, OllamaUnavailable, OutOfMemory, StreamCut
@@ -455,16 +455,20 @@ class Conversation:
         elif result.status == "failed":
             text = f"[no reply: {result.error}]"
         speaker = "Kelvin (from memory)" if result.status == "recall" else f"Kelvin ({turn.model})"
+        parts = reply_parts(text)
         try:
-            text = check_text(text, "reply")
-        except RecordError as exc:  # a reply too long or too odd to keep as it is: keep why
+            parts = [check_text(part, "reply") for part in parts]
+        except RecordError as exc:  # a reply too odd to keep as it is (binary junk): keep why
             log.warning("reply not stored as given: %s", exc)
-            text, status = f"[the reply could not be stored: {exc}]", "failed"
-        result.answer, stored = self.memory.commit(text, role="assistant", speaker=speaker,
-                                                   conversation_id=turn.conversation_id, turn_id=turn.id,
-                                                   project=turn.project, status=status, ts_ms=now_ms())
-        self._watch(stored, "reply")
-        result.stored += (stored,)
+            parts, status = [f"[the reply could not be stored: {exc}]"], "failed"
+        ts = now_ms()
+        for n, part in enumerate(parts):
+            message, stored = self.memory.commit(part, role="assistant", speaker=speaker,
+                                                 conversation_id=turn.conversation_id, turn_id=turn.id,
+                                                 project=turn.project, status=status, ts_ms=ts + n)
+            result.answer = result.answer or message
+            self._watch(stored, "reply")
+            result.stored += (stored,)
 
     def recent(self) -> list[Message]:
         """The last turns of the current conversation, oldest first (loaded from memory once)."""
@@ -639,6 +643,18 @@ class Conversation:
         if not match:
             return f"No kept memory matches {arg!r}. /memories lists them."
         return "Several kept memories match; forget one by its id:\n" + "\n".join(f"{m.id}  {m.text}" for m in match)
+
+
+def reply_parts(text: str) -> list[str]:
+    """A reply as the messages it is stored in: whole, or — past what one message holds (a model
+    that ran away) — in parts split at paragraph or sentence ends, each saying where it goes on."""
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return [text]
+    pieces = chunking.split(text, MAX_MESSAGE_CHARS - 200)
+    n = len(pieces)
+    return [(f"[the reply, part {i} of {n}]\n\n" if i > 1 else "") + piece
+            + (f"\n\n[the reply goes on in the next message: part {i + 1} of {n}]" if i < n else "")
+            for i, piece in enumerate(pieces, 1)]
 
 
 def _last_turns(msgs: list[Message]) -> list[Message]:

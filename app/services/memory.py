@@ -7,7 +7,6 @@ caller's thread against the LanceDB index. Qt-free.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 import time
 import tomllib
@@ -37,7 +36,7 @@ from app.core.extraction import Extractor
 from app.core.parameters import Catalogue, specs_from_dict
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
-from app.memory.index import Filters, IndexError_, message_from_rows
+from app.memory.index import Filters, message_from_rows
 from app.memory.journal import JournalError, StoreLocked
 from app.memory.markdown import before
 from app.memory.store import (
@@ -183,7 +182,6 @@ class MemoryService:
         by_project: dict[str, list[tuple[str, dict]]] = {}
         for it in ordered:
             by_project.setdefault(it.project, []).append((OP_MESSAGE_ADD, it.message.to_event()))
-        self._check_space([it.message for it in ordered])
         for name in by_project:
             self.open(name)
         added = done = 0
@@ -196,26 +194,13 @@ class MemoryService:
             entries = self.writer.call(lambda: store.write(events, step)).result()[0]
             added += len(entries)
             done += len(events)
-            progress(done, len(ordered))
+            if not entries:  # all stored before: no step was reported
+                progress(done, len(ordered))
             if store.projection_error:
                 raise MemoryBehind(f"the {len(entries):,} imported messages are safe in the journal of {store.name!r}, "
                                    f"but the index and Markdown could not be updated ({store.projection_error}); "
                                    "Kelvin finishes them on its next start")
         return ImportReport(total=len(ordered), added=added)
-
-    def _check_space(self, messages: list[Message]) -> None:
-        """Refuse an import the disk cannot hold, before anything is written."""
-        folder = self.data_dir
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        try:
-            free = shutil.disk_usage(folder).free
-        except OSError:
-            return
-        need = space_needed(messages, self.embedder.spec != "none")
-        if need > free:
-            raise RecordError(f"not enough free space for this import in {self.data_dir}: it needs about "
-                              f"{_mb(need)}, {_mb(free)} are free; nothing was imported")
 
     def edit(self, message_id: str, text: str, project: str | None = None) -> Message:
         store = self.store(project)
@@ -224,6 +209,7 @@ class MemoryService:
         if not self.show(message_id, project):
             raise RecordError(f"no message {message_id!r} in project {store.name!r}")
         self.writer.submit(store.name, [(OP_MESSAGE_EDIT, {"id": message_id, "text": text})]).result()
+        self.settled(store.name, "the edit")
         return self.show(message_id, project)  # type: ignore[return-value]
 
     def delete(self, message_id: str, project: str | None = None) -> Message:
@@ -234,6 +220,7 @@ class MemoryService:
         if old is None:
             raise RecordError(f"no message {message_id!r} in project {store.name!r}")
         self.writer.submit(store.name, [(OP_MESSAGE_DELETE, {"id": message_id})]).result()
+        self.settled(store.name, "the deletion")
         return old
 
     def restore(self, message: Message, project: str | None = None) -> Message:
@@ -242,6 +229,7 @@ class MemoryService:
         store = self.store(project)
         self.writer.flush()
         self.writer.submit(store.name, [(OP_MESSAGE_RESTORE, message.to_event())]).result()
+        self.settled(store.name, "the message")
         back = self.show(message.id, project)
         if back is None:
             raise RecordError(f"message {message.id!r} could not be restored in project {store.name!r}")
@@ -260,6 +248,15 @@ class MemoryService:
         if not any(m.id == memory_id for m in self.memories(project)):
             raise RecordError(f"no curated memory {memory_id!r} in project {store.name!r}")
         self.writer.submit(store.name, [(OP_MEMORY_DELETE, {"id": memory_id})]).result()
+        self.settled(store.name, "the change")
+
+    def settled(self, project: str | None, what: str) -> None:
+        """After a write has been journaled: raise :class:`MemoryBehind` if the index or Markdown
+        could not follow it (a disk that filled up meanwhile), so the artist hears it plainly."""
+        store = self.store(project)
+        if store.projection_error:
+            raise MemoryBehind(f"{what} is safe in the journal, but the index and Markdown could not be updated "
+                               f"({store.projection_error}); Kelvin catches them up on its next start")
 
     def roll_over(self, project: str | None, today: str) -> int:
         """End of day: move the project's Markdown blocks from before ``today`` (a local ISO date, as
@@ -345,9 +342,10 @@ class MemoryService:
                 self.writer.call(store.open_for_write).result()
             except StoreLocked:
                 log.info("project %s is open in another Kelvin process; reading it as it is", store.name)
-            except (OSError, JournalError, IndexError_) as exc:  # a full disk: reading still works
-                self._notice(f"the memory of {store.name!r} could not be brought up to date ({exc}); "
-                             "showing what is indexed")
+            except Exception as exc:  # noqa: BLE001 — a full disk, a damaged file: reading still works
+                log.debug("catching up %s failed", store.name, exc_info=True)
+                self._notice(f"the memory of {store.name!r} could not be brought up to date "
+                             f"({getattr(exc, 'strerror', None) or exc}); showing what is indexed")
 
     def _query_vector(self, query: str, stores: list[ProjectStore]) -> list[float] | None:
         if self.embedder.spec == "none" or time.monotonic() < self._query_embed_down_until:
@@ -505,25 +503,6 @@ class MemoryService:
 
 class MemoryBehind(JournalError):
     """Written to the journal, but the index or Markdown could not follow (they catch up later)."""
-
-
-# What a message costs on disk, measured at 100k messages (docs/benchmarks.md §4): the journal, the
-# Markdown and the index each hold about the text again (≈4.2× the import file right after an
-# import, old index versions included), and a 384-d vector ≈ 3.9 kB per message with its index.
-DISK_PER_TEXT_BYTE = 4.5
-DISK_PER_MESSAGE = 1_000
-DISK_PER_VECTOR = 4_000
-DISK_MARGIN = 32 * 2**20
-
-
-def space_needed(messages: list[Message], vectors: bool) -> int:
-    text = sum(len(m.text.encode("utf-8", "surrogatepass")) for m in messages)
-    return int(DISK_PER_TEXT_BYTE * text + len(messages) * (DISK_PER_MESSAGE + (DISK_PER_VECTOR if vectors else 0))
-               + DISK_MARGIN)
-
-
-def _mb(n: int) -> str:
-    return f"{n / 2**20:,.0f} MB" if n >= 2**20 else f"{n / 1024:,.0f} kB"
 
 
 def _folder_bytes(path: Path) -> int:

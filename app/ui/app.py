@@ -126,8 +126,50 @@ def main(settings) -> int:
     crashes = install_excepthooks(app_log)  # any thread's uncaught exception: logged, and a dialog says so
     window = open_window(settings, app)
     crashes.quit_requested.connect(window.quit)  # the dialog's Quit: close properly (drain the writer)
+    undo = quit_on_signals(window)  # SIGTERM, SIGHUP (a logout), Ctrl+C in the terminal: as the tray's Quit
     try:
         return app.exec()
     finally:
+        undo()
         crashes.uninstall()
         app_log.close()
+
+
+def quit_on_signals(window: MainWindow):
+    """Quit properly on SIGINT, SIGTERM and SIGHUP: the reply streaming now is stopped and stored as
+    stopped, the writer drains. Python runs signal handlers only between bytecodes, never while Qt's
+    event loop waits in C++, so the signal's byte is written to a socket Qt watches (set_wakeup_fd)
+    and the handler runs as soon as that socket wakes the loop. Returns a function that undoes it."""
+    import signal
+    import socket
+
+    from PySide6.QtCore import QSocketNotifier
+
+    names = [n for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    ours, theirs = socket.socketpair()
+    for sock in (ours, theirs):
+        sock.setblocking(False)
+    try:
+        old_fd = signal.set_wakeup_fd(theirs.fileno())
+    except ValueError:  # not the main thread (tests): nothing to undo
+        ours.close(), theirs.close()
+        return lambda: None
+    previous = {n: signal.signal(getattr(signal, n), lambda signum, frame: window.quit()) for n in names}
+    notifier = QSocketNotifier(ours.fileno(), QSocketNotifier.Type.Read, window)
+
+    def drain() -> None:
+        try:
+            ours.recv(64)  # the handler itself runs as Python gets control back, right after this slot
+        except OSError:
+            pass
+
+    notifier.activated.connect(drain)
+
+    def undo() -> None:
+        notifier.setEnabled(False)
+        signal.set_wakeup_fd(old_fd)
+        for n, handler in previous.items():
+            signal.signal(getattr(signal, n), handler)
+        ours.close(), theirs.close()
+
+    return undo

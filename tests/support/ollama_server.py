@@ -137,6 +137,7 @@ class OllamaTestServer:
         self.vanish_mid_stream = False  # drop the connection after `vanish_after` chunks
         self.vanish_after = 2
         self.stream_error: str | None = None  # send {"error": ...} after `vanish_after` chunks
+        self.honour_num_predict = True  # False: stream the whole reply whatever the limit (a runaway model)
         self._bind = (host, port)
         self._loaded: dict[str, dict] = {}
         self._replies: deque[dict] = deque()
@@ -478,7 +479,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunks(self, owner, body, base, reply, prompt_chars, load, chat):
         """Yield the streamed chunks; the last one also carries the whole text (non-stream)."""
         pieces = re.findall(r"\s*\S+", reply["text"])
-        limit = (body.get("options") or {}).get("num_predict")
+        limit = (body.get("options") or {}).get("num_predict") if owner.honour_num_predict else None
         reason = "stop"
         if limit and 0 < limit < len(pieces):
             pieces, reason = pieces[:limit], "length"
