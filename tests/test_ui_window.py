@@ -78,6 +78,30 @@ def test_esc_stops_a_reply_and_keeps_what_was_written(qtbot, window):
         assert "Kelvin · stopped" in w.chat.transcript.toPlainText()
 
 
+def test_sigterm_quits_the_window_properly_and_keeps_the_partial_reply(qtbot, window):
+    import os
+    import signal
+
+    from app.memory.journal import Journal
+    from app.ui.app import quit_on_signals
+
+    with OllamaTestServer(delay_s=0.25) as srv:
+        w = window(srv)
+        folder = w.services.memory.store().folder
+        undo = quit_on_signals(w)
+        try:
+            srv.queue_reply("one two three four five six seven eight nine ten")
+            send(qtbot, w, "long answer please")
+            qtbot.waitUntil(lambda: "two" in w.chat.entries[-1].text, timeout=10_000)
+            os.kill(os.getpid(), signal.SIGTERM)  # a logout, `kill`, a session manager
+            qtbot.waitUntil(lambda: not w.isVisible() and w.services is None, timeout=10_000)
+        finally:
+            undo()
+    replies = [e.data for e in Journal(folder / "journal").read() if e.op == "message.add" and e.data["role"] == "assistant"]
+    assert len(replies) == 1 and replies[0]["status"] == "cancelled"
+    assert replies[0]["text"].startswith("one two") and "ten" not in replies[0]["text"]
+
+
 def test_model_output_is_shown_not_run_and_code_can_be_copied(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)

@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 
-from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QStackedWidget, QTabBar, QToolButton,
                                QVBoxLayout, QWidget)
@@ -598,13 +598,15 @@ class MainWindow(QMainWindow):
             return
         self.state.sync()
         self._ollama_timer.stop()
-        self._banner_timer.stop()
-        self.statusBar().clearMessage()  # and its timeout
         if self.services is not None:
-            self.services.conversation.cancel()
+            self.services.conversation.cancel()  # the partial reply is stored as stopped
         if self._brief_cancel is not None:
             self._brief_cancel.set()
         self.pools.wait()
+        QCoreApplication.sendPostedEvents()  # the workers' last signals, while the services are still up
+        self.pools.wait()  # and anything those started
+        self._banner_timer.stop()
+        self.statusBar().clearMessage()  # and its timeout
         self.tray.hide()
         if self.services is not None:
             self.services.close()  # drains the writer: no accepted turn is dropped
