@@ -273,6 +273,30 @@ def test_the_idle_writer_compacts_old_versions(service, monkeypatch):
     assert service.stats()["messages"] == 30
 
 
+def test_small_writes_left_by_short_lived_processes_are_compacted_and_long_runs_compact_as_they_go(
+        make_service, monkeypatch):
+    import app.memory.store as store_mod
+    import app.services.memory as memory
+
+    monkeypatch.setattr(memory, "OPTIMIZE_AFTER_WRITES", 8)
+    for i in range(12):  # twelve `kelvin memory …` commands, each one write and gone before it idles
+        svc = make_service()
+        svc.commit(f"Octane GI clamp {i} on shot {i}")[1].result(timeout=30)
+        index = svc.store().index
+        fragments = index._chunks.stats()["fragment_stats"]["num_small_fragments"]
+        svc.close()
+        assert fragments <= 8  # never more than the threshold left behind: the closing command compacted
+    monkeypatch.setattr(store_mod, "COMPACT_EVERY_WRITES", 20)
+    svc = make_service()
+    svc.writer.idle_after_s = 3600  # no quiet moment at all
+    ids = [svc.commit(f"note {i}")[0].id for i in range(5)]
+    svc.flush()
+    for i in range(45):  # a script editing one message after another
+        svc.edit(ids[i % 5], f"note {i} edited")
+    assert svc.store().index.writes_since_optimize < 20
+    assert {m.text for m in svc.list(limit=0) if m.id in ids} == {f"note {i} edited" for i in range(40, 45)}
+
+
 def test_an_index_failure_after_journaling_keeps_the_message_and_catches_up(service, monkeypatch):
     first, _ = service.commit("Karma pixel samples 9")
     service.flush()

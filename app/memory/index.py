@@ -374,5 +374,21 @@ class ProjectIndex:
                                   replace=True)
         return True
 
+    def compaction_due(self, writes: int = 50) -> bool:
+        """Whether enough has been written since the last compaction to need one: ``writes`` in this
+        process, or as many small fragments left by any process (a command-line edit at a time
+        never stays long enough to compact; the next process sees its fragments)."""
+        if self.writes_since_optimize >= writes:
+            return True
+        try:
+            return int(self._chunks.stats()["fragment_stats"]["num_small_fragments"]) >= writes
+        except (KeyError, TypeError, ValueError, RuntimeError, OSError):
+            return False
+
+    def version(self) -> int:
+        """The chunk table's current version (cheap: no listing of old versions)."""
+        return int(self._chunks.version)
+
     def disk_versions(self) -> int:
+        """Versions kept on disk (lists them all: for benchmarks and tests, not for every command)."""
         return len(self._chunks.list_versions())

@@ -303,7 +303,7 @@ class MemoryService:
             if store.fill_vectors():
                 return True
         for store in stores:
-            if store.index.writes_since_optimize >= OPTIMIZE_AFTER_WRITES:
+            if store.index.compaction_due(OPTIMIZE_AFTER_WRITES):
                 store.index.optimize()
                 return True
         for store in stores:
@@ -311,11 +311,24 @@ class MemoryService:
                 return True
         return False
 
+    def _compact_due(self) -> None:
+        with self._stores_lock:
+            stores = [s for s in self._stores.values() if s.writable]
+        for store in stores:
+            if store.index.exists and store.index.compaction_due(OPTIMIZE_AFTER_WRITES):
+                store.index.optimize()
+
     def flush(self, timeout: float | None = None) -> None:
         self.writer.flush(timeout)
 
     def close(self) -> None:
-        """Drain the writer (no accepted commit is dropped), release the projects, hang up."""
+        """Drain the writer (no accepted commit is dropped), compact what many small writes left
+        behind (a command-line edit or delete at a time never idles long enough to), release the
+        projects, hang up."""
+        try:
+            self.writer.call(self._compact_due).result()
+        except Exception:  # noqa: BLE001 — upkeep; never in the way of closing
+            log.warning("compacting the index on the way out failed; it is retried next time", exc_info=True)
         self.writer.close()
         self._legs.shutdown(wait=True)
         with self._stores_lock:
@@ -488,7 +501,7 @@ class MemoryService:
 
             out["first"] = format_ts(min(h["ts_ms"] for h in heads))
             out["last"] = format_ts(max(h["ts_ms"] for h in heads))
-        out["index"] = {"uri": ix.uri, "versions": ix.disk_versions(), "vector_dim": ix.vector_dim(),
+        out["index"] = {"uri": ix.uri, "version": ix.version(), "vector_dim": ix.vector_dim(),
                         "chunks_without_vectors": ix.count_without_vectors(),
                         "bytes": _folder_bytes(Path(ix.uri)) if "://" not in ix.uri else None}
         out["projections_behind"] = max(0, last_seq - min(store.state.index_seq, store.state.markdown_seq))
