@@ -133,10 +133,35 @@ def test_a_flipped_byte_in_the_journal_survives_reindex(make_service):
 
     svc2 = make_service()
     assert svc2.reindex() == 3
-    assert svc2.show(msgs[1].id).text == "Cycles max bounced 12"  # read back as it now stands
+    assert svc2.show(msgs[1].id).text == "Cycles max bounces 12"  # the index's copy corrects what was misread
+    assert svc2.store().rescued == [msgs[1].id]
     [rec] = svc2.set_aside()
     assert "damaged line" in rec and "read back and kept" in rec
     assert f"kelvin:begin {msgs[1].id}" in _md(folder)
+    edits = [e.data for e in _events(folder) if e.op == "message.edit"]
+    assert edits == [{"id": msgs[1].id, "text": "Cycles max bounces 12"}]  # the correction is journaled
+    svc2.close()
+
+    shutil.rmtree(folder / "memory.lance")  # no second copy: the line as it reads now is what is kept
+    svc3 = make_service()
+    _damage_line_of(folder, msgs[2].id, b"OIDN", b"OIDM")
+    assert svc3.reindex() == 3
+    assert svc3.show(msgs[2].id).text == "Cycles denoiser OIDM"
+
+
+def test_a_flipped_byte_in_a_message_id_leaves_no_twin_at_reindex(make_service):
+    svc = make_service()
+    first, _ = svc.commit("Karma pixel samples 6", message_id="m_karma_pixel")
+    second, _ = svc.commit("Karma volume steps 2", message_id="m_karma_volume")
+    svc.flush()
+    folder = svc.store().folder
+    svc.close()
+    _damage_line_of(folder, "m_karma_volume", b"m_karma_volume", b"m_karma_volumu")
+    svc2 = make_service()
+    svc2.reindex()
+    assert sorted((m.id, m.text) for m in svc2.list(limit=0)) == [
+        ("m_karma_pixel", "Karma pixel samples 6"), ("m_karma_volume", "Karma volume steps 2")]
+    assert _md(folder).count("<!-- kelvin:begin ") == 2
 
 
 def test_an_unreadable_journal_line_is_taken_back_from_the_index_at_reindex(tmp_path):

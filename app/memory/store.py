@@ -570,23 +570,44 @@ class ProjectStore:
         return len(ordered)
 
     def _rescue(self, folded: "Folded") -> list[str]:
-        """Messages the index holds that the journal has lost and never deleted, journaled again as
-        restores (the index is the second copy). Returns their ids."""
+        """Mend the journal from the index, the second copy, where the journal lost something:
+
+        * a message the index holds and the journal has lost (and never deleted) is journaled again
+          as a restore;
+        * a message whose text the journal could only read back from a damaged line (perhaps with a
+          wrong character) is corrected to the index's copy, journaled as an edit;
+        * a message read back from a damaged line under an id the index never had (the flipped byte
+          was in the id) is the twin of one the index holds at the same moment of the same
+          conversation: the twin is restored and the misread one deleted.
+
+        Returns the ids of the messages journaled again or corrected."""
         try:
             if not self.index.exists:
                 return []
-            lost = sorted(self.index.message_ids() - folded.messages.keys() - folded.deleted)
-            found = self.index.messages(lost) if lost else {}
+            index_ids = self.index.message_ids()
+            lost = index_ids - folded.messages.keys() - folded.deleted
+            misread = folded.salvaged & folded.messages.keys()
+            copies = self.index.messages(sorted(lost | (misread & index_ids))) if lost or misread else {}
         except Exception as exc:  # noqa: BLE001 — a damaged index (why one rebuilds): nothing to rescue from
             log.warning("project %s: the old index could not be read for messages the journal lost: %s", self.name, exc)
             return []
-        if not found:
+        back = sorted((copies[i] for i in lost if i in copies), key=lambda m: (m.ts_ms, m.id))
+        events: list[tuple[str, dict]] = []
+        for mid in sorted(misread):
+            mine = folded.messages[mid]
+            if mid in copies:
+                if copies[mid].text != mine.text:
+                    events.append((OP_MESSAGE_EDIT, {"id": mid, "text": copies[mid].text}))
+            elif any((m.ts_ms, m.conversation_id, m.role) == (mine.ts_ms, mine.conversation_id, mine.role) for m in back):
+                events.append((OP_MESSAGE_DELETE, {"id": mid}))
+        events += [(OP_MESSAGE_RESTORE, m.to_event()) for m in back]
+        if not events:
             return []
-        ordered = sorted(found.values(), key=lambda m: (m.ts_ms, m.id))
-        self.journal.append([(OP_MESSAGE_RESTORE, m.to_event()) for m in ordered])
-        log.warning("project %s: %d message(s) the journal had lost were still in the index and were journaled "
-                    "again: %s", self.name, len(ordered), ", ".join(m.id for m in ordered[:10]))
-        return [m.id for m in ordered]
+        self.journal.append(events)
+        ids = [d["id"] for op, d in events if op != OP_MESSAGE_DELETE]
+        log.warning("project %s: %d message(s) the journal had lost or misread were taken back from the index and "
+                    "journaled again: %s", self.name, len(ids), ", ".join(ids[:10]))
+        return ids
 
     def _fold(self) -> tuple[dict[str, Message], dict[str, Memory]]:
         """The live messages and memories, as the journal has them after every edit and delete."""
@@ -603,10 +624,12 @@ class ProjectStore:
         archived: dict[str, str] = {}
         rollovers: list[list] = []
         deleted: set[str] = set()
+        salvaged: set[str] = set()  # messages whose text the journal read back from a damaged line
         for e in self.journal.read():
             d = e.data
             if e.op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE) and d["id"] not in messages:
                 messages[d["id"]] = d
+                (salvaged.add if e.salvaged else salvaged.discard)(d["id"])
                 day = _place_in(rollovers, d["ts_ms"]) if e.op == OP_MESSAGE_RESTORE else None
                 if day is None:
                     live[d["id"]] = d["ts_ms"]
@@ -614,6 +637,7 @@ class ProjectStore:
                     archived[d["id"]] = day
             elif e.op == OP_MESSAGE_EDIT and d["id"] in messages:
                 messages[d["id"]] = {**messages[d["id"]], "text": d["text"]}
+                (salvaged.add if e.salvaged else salvaged.discard)(d["id"])
             elif e.op == OP_MESSAGE_DELETE:
                 deleted.add(d["id"])
                 messages.pop(d["id"], None)
@@ -630,7 +654,7 @@ class ProjectStore:
             elif e.op == OP_MEMORY_DELETE:
                 memories.pop(d["id"], None)
         return Folded({k: self.to_message(v) for k, v in messages.items()}, memories, archived, rollovers,
-                      deleted - messages.keys())
+                      deleted - messages.keys(), salvaged)
 
     def journal_messages(self) -> list[Message]:
         """Every live message as the journal has it (for checks and tools)."""
@@ -647,6 +671,7 @@ class Folded:
     archived: dict[str, str] = field(default_factory=dict)
     rollovers: list[list] = field(default_factory=list)
     deleted: set[str] = field(default_factory=set)  # deleted and not restored since
+    salvaged: set[str] = field(default_factory=set)  # text read back from a damaged journal line
 
 
 def _place_in(rollovers: list[list], ts_ms: int) -> str | None:
