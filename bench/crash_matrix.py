@@ -4,7 +4,7 @@ moments, start Kelvin again, and hold what it shows against the journal.
 Every run starts from a copy of one store (``--base`` messages, imported with ``kelvin memory
 import``). The operation runs as a fresh ``kelvin`` process — exactly as an artist runs it — and is
 killed with SIGKILL either at a progress line it prints (import, reindex) or after a delay from a
-schedule spread over its run time (the others). Then ``kelvin memory list --limit 0 --json`` and
+schedule spread over the second half of its run (each operation is first timed once, unkilled). Then ``kelvin memory list --limit 0 --json`` and
 ``memory stats --json`` (the next start, which replays or finishes what the kill left) are held
 against the journal, folded:
 
@@ -145,39 +145,58 @@ def run_and_kill(data: Path, args: list[str], host: str, *, at_line: int | None 
             "stderr": err.decode("utf-8", "replace"), "elapsed_s": round(time.monotonic() - start, 3)}
 
 
-def matrix(base: Path, work: Path, host: str, moments: int, extra: Path, extra_ids: set[str]) -> list[dict]:
+def durations(base: Path, work: Path, hosts: dict[str, str], ops: dict[str, list[str]]) -> dict[str, float]:
+    """How long each operation runs when nothing kills it (on a copy of the base store)."""
+    out = {}
+    for op, args in ops.items():
+        data = work / f"timing-{op}"
+        shutil.copytree(base, data)
+        ran = run_and_kill(data, args, hosts.get(op, hosts["*"]))
+        out[op] = ran["elapsed_s"]
+        c.log(f"  {op:8} runs {out[op]:.2f} s (exit {ran['rc']})")
+        shutil.rmtree(data, ignore_errors=True)
+    return out
+
+
+def matrix(base: Path, work: Path, hosts: dict[str, str], moments: int, extra: Path,
+           extra_ids: set[str]) -> tuple[list, dict]:
+    """``hosts``: the Ollama host per operation ("*": the rest)."""
     before = set(journal_state(base / "crash")[0])
     target = sorted(before)[len(before) // 2]
     brief_path = base / "crash" / "Master_Project_Brief.md"
     old_brief = brief_path.read_text(encoding="utf-8") if brief_path.exists() else None
     question = "what now for the glass, " + " ".join(f"step{i}" for i in range(60))
-    delays = [0.4 + i * (3.2 / max(1, moments - 1)) for i in range(moments)]  # start-up ~1.2 s, then the work
+    ops = {"import": ["memory", "import", str(extra)], "reindex": ["memory", "reindex"],
+           "chat": ["chat", "--once", question], "brief": ["brief"],
+           "edit": ["memory", "edit", target, "--text", "Octane GI clamp 12, edited"],
+           "delete": ["memory", "delete", target]}
+    took = durations(base, work, hosts, ops)
     plans = []
-    for k in range(1, moments + 1):
-        plans.append(("import", dict(args=["memory", "import", str(extra)], at_line=k, prefix="imported ")))
-        plans.append(("reindex", dict(args=["memory", "reindex"], at_line=k, prefix="reindexed ")))
-    for d in delays:
-        plans.append(("chat", dict(args=["chat", "--once", question], after_s=d)))
-        plans.append(("brief", dict(args=["brief"], after_s=d)))
-        plans.append(("edit", dict(args=["memory", "edit", target, "--text", "Octane GI clamp 12, edited"], after_s=d / 2)))
-        plans.append(("delete", dict(args=["memory", "delete", target], after_s=d / 2)))
+    for op, args in ops.items():
+        # moments spread over the second half of the run (the first is mostly start-up: ~1.2 s of imports),
+        # the last one just before the end; import and reindex are also killed at each progress line
+        span = took[op]
+        for k in range(moments):
+            plans.append((op, dict(args=list(args), after_s=span * (0.5 + 0.49 * k / max(1, moments - 1)))))
+        if op in ("import", "reindex"):
+            prefix = "imported " if op == "import" else "reindexed "
+            for k in range(1, moments + 1):
+                plans.append((op, dict(args=list(args), at_line=k, prefix=prefix)))
     results = []
     for n, (op, plan) in enumerate(plans):
         data = work / f"run{n}"
         shutil.copytree(base, data)
-        ran = run_and_kill(data, plan.pop("args"), host, **plan)
+        ran = run_and_kill(data, plan.pop("args"), hosts.get(op, hosts["*"]), **plan)
         promised: set[str] = set()
         if op == "import" and "imported " in ran["stdout"]:
             promised = extra_ids  # the command said it was done
-        row = {"op": op, "moment": plan.get("at_line") or round(plan.get("after_s", 0), 2), **{
-            k: ran[k] for k in ("killed", "rc", "elapsed_s")}}
-        got = check(data, before, promised, {target} if op == "delete" else set())
-        row.update(got)
+        moment = f"line {plan['at_line']}" if "at_line" in plan else f"{plan['after_s']:.2f} s"
+        row = {"op": op, "moment": moment, **{k: ran[k] for k in ("killed", "rc", "elapsed_s")}}
+        row.update(check(data, before, promised, {target} if op == "delete" else set()))
         if op == "chat" and ran["stdout"].strip():  # the reply began on screen: the question is journaled
             live, _adds, _ = journal_state(data / "crash")
-            questions = [i for i in live if i not in before]
-            row["question_kept"] = bool(questions)
-            if not questions:
+            row["question_kept"] = bool(live - before)
+            if not row["question_kept"]:
                 row["lost"] = row.get("lost", []) + ["(the question)"]
         if op == "import":
             again = kelvin(data, "memory", "import", str(extra))
@@ -186,13 +205,14 @@ def matrix(base: Path, work: Path, host: str, moments: int, extra: Path, extra_i
         if op == "brief":
             now = data / "crash" / "Master_Project_Brief.md"
             now_text = now.read_text(encoding="utf-8") if now.exists() else None
+            row["brief_written"] = now_text != old_brief
             row["brief_whole"] = now_text == old_brief or (now_text is not None and "## Current settings" in now_text)
         results.append(row)
-        c.log(f"  {op:8} {row['moment']!s:>5}: killed={row['killed']} lost={len(row.get('lost', []))} "
+        c.log(f"  {op:8} {moment:>9}: killed={row['killed']} lost={len(row.get('lost', []))} "
               f"hidden={len(row.get('hidden', []))} dup={len(row.get('duplicated', []))} "
               f"phantom={len(row.get('phantom', []))} {row.get('error', '')}")
         shutil.rmtree(data, ignore_errors=True)
-    return results
+    return results, took
 
 
 def summarise(results: list[dict]) -> dict:
@@ -206,6 +226,7 @@ def summarise(results: list[dict]) -> dict:
             out[op]["reimport_ok"] = sum(bool(r.get("reimport_ok")) for r in rs)
         if op == "brief":
             out[op]["brief_whole"] = sum(bool(r.get("brief_whole")) for r in rs)
+            out[op]["brief_written_before_the_kill"] = sum(bool(r.get("brief_written")) for r in rs)
         if op == "chat":
             out[op]["reply_on_screen_question_kept"] = f"{sum(bool(r.get('question_kept')) for r in rs)}/" \
                                                        f"{sum('question_kept' in r for r in rs)}"
@@ -216,7 +237,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", type=int, default=3000, help="messages in the store every run starts from")
     ap.add_argument("--extra", type=int, default=12_000, help="messages the killed import brings")
-    ap.add_argument("--moments", type=int, default=8, help="kill moments per operation")
+    ap.add_argument("--moments", type=int, default=10, help="kill moments per operation (and progress lines)")
     args = ap.parse_args()
     from tests.support.ollama_server import OllamaTestServer
 
@@ -229,8 +250,11 @@ def main() -> None:
         assert proc.returncode == 0, proc.stderr
         extra_rows = rows(args.extra, "x", day=10)
         extra = write_jsonl(work / "extra.jsonl", extra_rows)
-        with OllamaTestServer(delay_s=0.05) as srv:
-            results = matrix(base, work, srv.host, args.moments, extra, {r["id"] for r in extra_rows})
+        # a reply streams a word every 50 ms (a kill lands mid-reply); the brief's many calls get quick ones
+        with OllamaTestServer(delay_s=0.05) as slow, OllamaTestServer(delay_s=0.0005) as quick:
+            results, took = matrix(base, work, {"*": slow.host, "brief": quick.host}, args.moments, extra,
+                                   {r["id"] for r in extra_rows})
+        doc["run_time_s"] = took
         doc["summary"] = summarise(results)
         doc["totals"] = {k: sum(v[k] for v in doc["summary"].values()) for k in ("lost", "hidden", "duplicated",
                                                                                   "phantom", "errors")}
