@@ -240,7 +240,14 @@ class ProjectStore:
         if last == 0:
             return False
         settled = min(self.state.index_seq, self.state.markdown_seq, self.settings.seq if self.settings else last)
-        return settled != last or not self.index.exists  # behind, ahead, or the index is gone
+        return settled != last or self._index_gone()  # behind, ahead, or the index is gone
+
+    def _index_gone(self) -> bool:
+        """Whether the index is missing; for the default local index without importing LanceDB
+        (1.5 s), so a command that reads only the ledger or the journal stays quick."""
+        if self._local_index() and self._index is None:
+            return not all((Path(self.index_uri) / f"{t}.lance").is_dir() for t in (CHUNKS, MEMORIES))
+        return not self.index.exists
 
     def close(self) -> None:
         self.journal.close()
