@@ -483,8 +483,9 @@ def main(argv: list[str] | None = None) -> int:
             return self_test.main(settings)
         if args.command == "info":
             return _welcome(settings)
-        if args.command is None and not has_display():
-            return _welcome(settings, "no display to open the window on (no DISPLAY or WAYLAND_DISPLAY)")
+        if args.command in (None, "app") and not has_display():
+            _welcome(settings, "no display to open the window on (no DISPLAY or WAYLAND_DISPLAY)")
+            return EXIT_OK if args.command is None else EXIT_ERROR
         from app import terminal
 
         terminal.leave_on_quit_signals()

@@ -473,6 +473,7 @@ def main() -> None:
         if args.no_freeze:
             gc.unfreeze()
         doc["services_start_s"] = round(time.perf_counter() - t0, 2)
+        wait_until(lambda: not window.chat.composer.isReadOnly(), 60, "the project's transcript")
         history_rng = random.Random(3)
         questions = c.latency_queries(args.turns + args.history, seed=9)
         for q in questions[args.turns:]:  # a day's session already in the transcript (not measured)

@@ -154,14 +154,14 @@ def test_note_keeps_numbers_and_errors():
 
 
 # ---- recall answers -------------------------------------------------------------------------------
-def test_recall_answer_quotes_sources_with_dates_and_ids():
+def test_recall_answer_quotes_sources_with_dates_and_no_internal_ids():
     m = msg(4, "We settled on GI clamp 10 for the forest shot. The rest was chatter about lunch.")
     text = recall_answer("what GI clamp?", reason="Recall mode.", settings=("Octane GI clamp = 10",),
                          memories=(Memory("k_9", "p", "Client hates noise in shadows", "preference", T0),),
                          messages=(m,))
     assert text.startswith("_Recall mode._")
-    assert "- Octane GI clamp = 10" in text and "Client hates noise" in text and "`k_9`" in text
-    assert "> We settled on GI clamp 10" in text and "`m_4`" in text and "lighting.md" in text
+    assert "- Octane GI clamp = 10" in text and "Client hates noise" in text and "k_9" not in text
+    assert "> We settled on GI clamp 10" in text and "lighting.md" in text and "m_4" not in text  # no internal ids
     assert "2025-11-22" in text or "2025-11-21" in text  # the message's date (local time)
 
 

@@ -188,7 +188,7 @@ def test_without_an_nvidia_gpu_the_guard_says_so_once_and_stays_off(tmp_path):
     if first.gpus:
         sampler.close()
         pytest.skip("this machine has an NVIDIA GPU")
-    assert first.error.startswith("no NVIDIA driver answers") and sampler.problem == first.error
+    assert first.error == "no NVIDIA driver is installed on this machine" and sampler.problem == first.error
     notes = []
     guard = GpuGuard(load({}), sampler, notify=lambda title, text: notes.append((title, text)),
                      log_path=tmp_path / "gpu_events.jsonl")
@@ -213,7 +213,7 @@ def test_gpu_status_and_record_on_a_machine_without_a_gpu(capsys, tmp_path):
     assert cli.main(["gpu", "status"]) == 0
     assert "No NVIDIA GPU to watch" in capsys.readouterr().out
     assert cli.main(["gpu", "record", str(tmp_path / "t.jsonl"), "--seconds", "1"]) == 1
-    assert "nothing to record: no NVIDIA driver answers" in capsys.readouterr().err
+    assert "nothing to record: no NVIDIA driver is installed on this machine" in capsys.readouterr().err
 
 
 def test_a_bad_trace_is_refused_with_its_line(tmp_path, capsys):

@@ -159,7 +159,7 @@ def test_a_worker_error_nobody_handles_reaches_the_dialog(qtbot, reporter, tmp_p
     def fetch(report):
         raise OSError(28, "No space left on device")
 
-    w._run(w.pools.memory, fetch)  # no errored= given: nobody expects it
+    w.pools.run(w.pools.memory, fetch)  # no errored= given: nobody expects it
     d = shown(qtbot, reporter)
     assert "No space left on device" in d.summary.text() and "in fetch" in d.details.toPlainText()
     w.close()

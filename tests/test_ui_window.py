@@ -27,6 +27,7 @@ def window(qtbot, tmp_path):
         w.activateWindow()
         qtbot.waitUntil(lambda: QApplication.activeWindow() is w, timeout=5000)  # shortcuts need an active window
         w.attach(build_services(settings, gpu=False))
+        qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly(), timeout=10_000)  # the transcript is there
         w.chat.composer.setFocus()
         made.append(w)
         return w
@@ -210,14 +211,26 @@ def test_the_gpu_view_plots_the_guard_shows_its_decisions_and_the_buttons_reach_
             guard.stop()
 
 
-def test_without_a_gpu_the_gpu_view_says_so_and_its_buttons_are_off(qtbot, window):
+def test_without_a_gpu_the_gpu_view_says_so_and_nothing_clickable_does_nothing(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
-        w.attach_guard(None, "no NVIDIA driver answers (NVML Shared Library Not Found)")
-        assert w.gpu.state.text().startswith("No NVIDIA GPU to watch: no NVIDIA driver answers")
-        assert not w.gpu.free_button.isEnabled() and w.gpu_label.text() == "GPU: guard off"
-        qtbot.keyClick(w.chat.transcript, Qt.Key.Key_3, Qt.KeyboardModifier.ControlModifier)
-        assert w.views.currentWidget() is w.gpu
+        w.attach_guard(None, "no NVIDIA driver is installed on this machine")
+        w._show_view(2)
+        assert w.gpu.state.text() == "<b>Nothing to watch on this machine</b>"
+        assert "no NVIDIA driver is installed on this machine" in w.gpu.nothing.text()
+        assert w.gpu.nothing.isVisible() and not w.gpu.watching.isVisible()  # no empty chart, no dead buttons
+        assert not w.gpu.free_button.isVisible() and not w.gpu.resume_button.isVisible()
+        assert w.gpu_label.text() == "GPU: not watched" and "no NVIDIA driver" in w.gpu_label.toolTip()
+        assert not w.tray.free_action.isEnabled() and "no NVIDIA GPU" in w.tray.free_action.text()
+        assert "GPU: not watched (no NVIDIA driver is installed on this machine)" in w.tray.icon.toolTip()
+        told = []
+        w.tray.available = True  # a desktop with a tray: closing leaves Kelvin there, and says so truthfully
+        w.tray.notify = lambda title, text: told.append(text) or True
+        w.tray.keep_running.setChecked(True)
+        w.close()
+        assert told == ["It saves your turns in the background. Quit from the tray menu."]
+        assert not w.isVisible()
+        w.tray.available = False
 
 
 def test_the_memory_browser_lists_searches_and_filters_with_rows_fetched_a_page_at_a_time(qtbot, window, qtmodeltester):
@@ -350,13 +363,13 @@ def test_the_browser_filters_by_date_and_project(qtbot, window):
         view.date_to.setDate(day)
         qtbot.waitUntil(lambda: model.rowCount() == 1 and model.index(0, 4).data() == "Three weeks ago: Redshift bounces 4",
                         timeout=10_000)
-        # another project's memory, without switching the chat's project
+        # the browser shows the window's current project, and only that one
         view.dates.setCurrentIndex(0)
-        view.project.setCurrentText("perfume")
-        view.project.activated.emit(view.project.currentIndex())
-        qtbot.waitUntil(lambda: model.rowCount() == 1 and model.index(0, 4).data() == "Other project: camera at 35mm",
-                        timeout=10_000)
-        assert w.services.conversation.project == "default"
+        view.dates.activated.emit(0)
+        w.switch_project("perfume")
+        qtbot.waitUntil(lambda: w.project == "perfume" and model.rowCount() == 1
+                        and model.index(0, 4).data() == "Other project: camera at 35mm", timeout=10_000)
+        assert w.services.conversation.project == "perfume" and w.windowTitle() == "Kelvin — perfume"
 
 
 def test_the_settings_table_shows_current_values_history_and_takes_corrections(qtbot, window, qtmodeltester):

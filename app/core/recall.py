@@ -49,10 +49,10 @@ def recall_answer(question: str, *, reason: str, settings: tuple[str, ...] = (),
         out += ["", "**Current settings**"] + [f"- {line}" for line in settings]
     if memories:
         out += ["", "**Kept facts and preferences**"]
-        out += [f"- {m.text} _(kept {when(m.ts_ms)}, {m.category}, `{m.id}`)_" for m in memories[:limit]]
+        out += [f"- {m.text} _(kept {when(m.ts_ms)}, {m.category})_" for m in memories[:limit]]
     if messages:
         out += ["", "**Past messages**"]
         for m in messages[:limit]:
-            out += ["", f"{source_line(m)} — in `{m.tags.domain}.md`, id `{m.id}`",
+            out += ["", f"{source_line(m)} — in `{m.tags.domain}.md`",
                     _quote(_best_passage(m.text, question))]
     return "\n".join(out)

@@ -27,6 +27,16 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def plain_problem(exc: BaseException, otherwise: str = "") -> str:
+    """NVML's error in the artist's words ("NVML Shared Library Not Found" says nothing to a person)."""
+    words = {"NVMLError_LibraryNotFound": "no NVIDIA driver is installed on this machine",
+             "NVMLError_DriverNotLoaded": "the NVIDIA driver is installed but not loaded (a restart may help)",
+             "NVMLError_NoPermission": "this user may not read the NVIDIA GPU",
+             "NVMLError_LibRmVersionMismatch": "the NVIDIA driver was updated; restart the computer",
+             "NVMLError_GpuIsLost": "the NVIDIA GPU stopped answering"}
+    return words.get(type(exc).__name__, otherwise or f"the NVIDIA driver does not answer ({exc})")
+
+
 def probe() -> Probe:
     """What NVML sees right now: the driver and each GPU's memory."""
     try:
@@ -36,7 +46,7 @@ def probe() -> Probe:
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
-        return Probe(False, "", (), f"no NVIDIA driver found ({exc}); the VRAM guard stays off, everything else works")
+        return Probe(False, "", (), f"{plain_problem(exc)}; the VRAM guard stays off, everything else works")
     try:
         driver = _text(pynvml.nvmlSystemGetDriverVersion())
         gpus = []
@@ -89,7 +99,7 @@ class NvmlSampler:
             pynvml.nvmlInit()
             self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
         except pynvml.NVMLError as exc:
-            self.problem = f"no NVIDIA driver answers ({exc})"
+            self.problem = plain_problem(exc)
             return False
         if not self._handles:
             self.problem = "the NVIDIA driver reports no GPU"
@@ -126,7 +136,7 @@ class NvmlSampler:
                             procs[(index, p.pid)] = ProcessSample(int(p.pid), self._name(int(p.pid)), index, used)
         except nv.NVMLError as exc:  # the GPU fell off the bus, the driver was reset …
             self.close()
-            self.problem = f"the GPU stopped answering ({exc})"
+            self.problem = plain_problem(exc, f"the GPU stopped answering ({exc})")
             return Sample(t=t, error=self.problem)
         live = {pid for _, pid in procs}
         for pid in [p for p in self._names if p not in live]:

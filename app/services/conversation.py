@@ -599,14 +599,14 @@ class Conversation:
         if cmd.name == "remember":
             mem, fut = self.memory.remember(cmd.arg, cmd.category, project=self.project)
             fut.result()
-            return done(f"Kept ({mem.category}): {mem.text}  [{mem.id}]")
+            return done(f"Kept ({mem.category}): {mem.text}")
         if cmd.name == "forget":
             return done(self._forget(cmd.arg))
         if cmd.name == "memories":
             mems = self.memory.memories(self.project)
             if not mems:
                 return done("No kept memories in this project yet. Use /remember …")
-            return done("\n".join(f"{m.id}  ({m.category}, {when(m.ts_ms)})  {m.text}" for m in mems))
+            return done("\n".join(f"- ({m.category}, {when(m.ts_ms)}) {m.text}" for m in mems))
         if cmd.name == "mode":
             self.set_mode(cmd.arg, "artist")
             return done(f"Mode: {self.mode.value}" + {
@@ -616,8 +616,7 @@ class Conversation:
         if cmd.name == "project":
             if cmd.arg:
                 self.switch_project(cmd.arg)
-                return done(f"Project: {self.project} (conversation {self.conversation_id})")
-            return done(f"Project: {self.project} (conversation {self.conversation_id})")
+            return done(f"Project: {self.project}")
         if cmd.name == "projects":
             return done("\n".join(("* " if p.name == self.project else "  ") + p.name for p in self.projects.list()))
         if cmd.name == "rename":
@@ -625,7 +624,8 @@ class Conversation:
             self.rename_project(cmd.arg)
             return done(f"Renamed {old!r} to {self.project!r}.")
         if cmd.name == "new":
-            return done(f"New conversation {self.new_conversation()}; everything before stays in memory.")
+            self.new_conversation()
+            return done("A new conversation; everything before stays in memory.")
         if cmd.name == "help":
             return done(commands.HELP)
         return done("")  # quit: the caller leaves
@@ -642,7 +642,8 @@ class Conversation:
             return f"Forgot: {match[0].text}"
         if not match:
             return f"No kept memory matches {arg!r}. /memories lists them."
-        return "Several kept memories match; forget one by its id:\n" + "\n".join(f"{m.id}  {m.text}" for m in match)
+        return "Several kept memories match; give more of its words:\n" + "\n".join(
+            f"- ({m.category}, {when(m.ts_ms)}) {m.text}" for m in match)
 
 
 def reply_parts(text: str) -> list[str]:

@@ -115,7 +115,24 @@ def open_window(settings, app: QApplication, state: QSettings | None = None) -> 
     return window
 
 
+def desktop_problem() -> str:
+    """Why Qt's X11 platform plugin would not load here (missing system libraries, every one of them,
+    with the packages to install), or "". Asked before the QApplication exists: Qt itself aborts
+    the process with a message naming only the first missing library."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM", "xcb") not in ("", "xcb") \
+            or not os.environ.get("DISPLAY") or QApplication.instance() is not None:
+        return ""
+    from app.ui.self_test import check_desktop
+
+    status, detail = check_desktop()
+    return "" if status == "ok" else detail
+
+
 def main(settings) -> int:
+    problem = desktop_problem()
+    if problem:
+        sys.stderr.write(f"kelvin: {problem}\n")
+        return 1
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Kelvin")
     app.setOrganizationName("Kelvin")

@@ -4,7 +4,10 @@ the turn stated, as chips the artist confirms, corrects or turns down (the windo
 the settings ledger).
 
 The view only draws and reacts: it emits :attr:`ChatView.send` and :attr:`ChatView.stop`; the
-window runs the turn on a worker and feeds the tokens back with :meth:`append`. Tokens arrive
+window runs the turn on a worker and feeds the tokens back with :meth:`append`. The transcript is
+the current project's: the window hands in its last messages (:meth:`set_history`) and, when the
+artist scrolls to the top, earlier ones a page at a time (:attr:`earlier_wanted`,
+:meth:`prepend_history`); a line marks each new day. Tokens arrive
 fast; the reply is re-rendered at most every 50 ms (a coalescing timer), and only from the entry
 that changed to the end: the entries above it stay in the document as they are (re-rendering a
 full transcript took 50-100 ms on a 2-core machine, each time).
@@ -12,6 +15,7 @@ full transcript took 50-100 ms on a 2-core machine, each time).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QTextCursor, QTextDocument
@@ -35,6 +39,8 @@ a { color: #e0914f; }
 .chips { font-size: 9pt; margin-top: 4px; }
 .chip { background-color: #2b3038; color: #d8dadf; }
 .chipdone { color: #9aa0aa; }
+.day { color: #6b717c; font-size: 8pt; margin: 12px 0 2px 0; }
+.earlier { font-size: 9pt; margin: 2px 0 8px 0; }
 """
 MAX_SHOWN = 60  # messages kept in the transcript view (everything stays in memory and in the browser)
 TRIM = 10  # dropped from the top at once when over MAX_SHOWN (dropping renders the whole transcript again)
@@ -65,6 +71,32 @@ class _Entry:
     open: bool = False  # the fold-out is open
     blocks: list[str] = field(default_factory=list)
     chips: list[Chip] = field(default_factory=list)
+    ts_ms: int = 0  # when it was said (a new day gets a line above it)
+    message_id: str = ""  # the stored message it shows (never shown itself)
+    who: str = ""  # another speaker than "You" (an imported conversation)
+
+
+_LINK_WORDS = {"copy": "Copy this code", "look": "Show or hide what Kelvin looked at",
+               "earlier": "Show earlier messages", "chip:confirm": "Use this value",
+               "chip:correct": "Correct this value", "chip:reject": "Not this setting: take it out"}
+
+
+def link_words(url: str) -> str:
+    """What a link in the transcript does, in words: an internal link's target is never shown."""
+    if url.startswith(("http://", "https://", "mailto:")):
+        return url
+    scheme, _, rest = url.partition(":")
+    if scheme == "chip":
+        scheme = f"chip:{rest.partition(':')[0]}"
+    return _LINK_WORDS.get(scheme, "")
+
+
+def _now_ms() -> int:
+    return int(datetime.now().timestamp() * 1000)
+
+
+def _day(ts_ms: int) -> str:
+    return datetime.fromtimestamp(ts_ms / 1000).strftime("%A %d %B %Y") if ts_ms else ""
 
 
 class Composer(QPlainTextEdit):
@@ -83,6 +115,8 @@ class ChatView(QWidget):
     send = Signal(str)
     stop = Signal()
     chip_action = Signal(str, object, str)  # "confirm" | "correct" | "reject", the Chip, the corrected value
+    earlier_wanted = Signal(int, list)  # the oldest shown message's time and the ids shown at that time
+    link_hovered = Signal(str)  # what the link under the mouse does, in words ("" when it leaves)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -117,7 +151,10 @@ class ChatView(QWidget):
         layout.addWidget(self.transcript, 1)
         layout.addLayout(row)
         self.entries: list[_Entry] = []
-        self.link_hovered = self.transcript.highlighted  # the window shows hovered links in its status bar
+        self.more_above = False  # earlier messages are in the store, not shown yet
+        self._asked_earlier = False
+        self.transcript.highlighted.connect(lambda url: self.link_hovered.emit(link_words(url.toString())))
+        self.transcript.verticalScrollBar().valueChanged.connect(self._scrolled)
         self._timer = QTimer(self, singleShot=True, interval=RENDER_MS)
         self._timer.timeout.connect(lambda: self._render(len(self.entries) - 1))
         self.set_ready(False, "Kelvin is starting …")
@@ -134,14 +171,58 @@ class ChatView(QWidget):
         self.stop_button.setEnabled(busy)
 
     def add(self, role: str, text: str, status: str = "") -> _Entry:
-        entry = _Entry(role, text, status)
+        entry = _Entry(role, text, status, ts_ms=_now_ms())
         self.entries.append(entry)
         if len(self.entries) > MAX_SHOWN:
             del self.entries[:len(self.entries) - MAX_SHOWN + TRIM]
+            self.more_above = True  # what was dropped is a scroll away
             self._render()  # indexes moved (the links carry them)
         else:
             self._render(len(self.entries) - 1)
         return entry
+
+    def set_history(self, messages: list, more: bool) -> None:
+        """Show a project's transcript: its last ``messages`` (oldest first); ``more``: earlier ones
+        are in the store. What was shown before (another project's) goes."""
+        self._timer.stop()
+        notices = [e for e in self.entries if e.role == "notice"]  # said while it loaded: they stay, below
+        self.entries = [_history_entry(m) for m in messages] + notices
+        self.more_above, self._asked_earlier = more, False
+        self._render()
+        bar = self.transcript.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def prepend_history(self, messages: list, more: bool) -> None:
+        """Earlier messages, put above what is shown; the view stays where the artist was reading."""
+        shown = {e.message_id for e in self.entries if e.message_id}
+        older = [_history_entry(m) for m in messages if m.id not in shown]
+        self.more_above, self._asked_earlier = more and bool(older), False
+        if not older and not self.entries:
+            return
+        bar = self.transcript.verticalScrollBar()
+        from_bottom = bar.maximum() - bar.value()
+        self.entries[:0] = older
+        self._render()
+        bar.setValue(max(0, bar.maximum() - from_bottom))
+
+    def clear(self) -> None:
+        self._timer.stop()
+        self.entries, self.more_above = [], False
+        self._render()
+
+    def _scrolled(self, value: int) -> None:
+        if value == self.transcript.verticalScrollBar().minimum() and self.more_above:
+            self._want_earlier()
+
+    def _want_earlier(self) -> None:
+        if self._asked_earlier:
+            return
+        dated = [e for e in self.entries if e.message_id]
+        if not dated:
+            return
+        self._asked_earlier = True
+        oldest = min(e.ts_ms for e in dated)
+        self.earlier_wanted.emit(oldest, [e.message_id for e in dated if e.ts_ms == oldest])
 
     def append(self, token: str) -> None:
         """A piece of the reply being streamed."""
@@ -196,6 +277,8 @@ class ChatView(QWidget):
                 if not ok or not value.strip():
                     return
             self.chip_action.emit(action, chip, value.strip())
+        elif target.startswith("earlier:"):
+            self._want_earlier()
         elif target.startswith("look:"):
             entry = self.entries[int(target[5:])]
             entry.open = not entry.open
@@ -217,8 +300,23 @@ class ChatView(QWidget):
         return '<p class="chips">Settings: ' + " &nbsp;│&nbsp; ".join(bits) + "</p>"
 
     def _html(self, i: int, e: _Entry) -> str:
+        return self._above(i, e) + self._body(i, e)
+
+    def _above(self, i: int, e: _Entry) -> str:
+        """What stands above an entry: the link to earlier messages (above the first), the day (above
+        the first of each day)."""
+        out = ""
+        if i == 0 and self.more_above:
+            out += '<p class="earlier"><a href="earlier:">↑ Earlier messages</a></p>'
+        day = _day(e.ts_ms)
+        before = next((self.entries[j].ts_ms for j in range(i - 1, -1, -1) if self.entries[j].ts_ms), 0)
+        if day and (i == 0 or day != _day(before)):
+            out += f'<p class="day">— {plain(day)} —</p>'
+        return out
+
+    def _body(self, i: int, e: _Entry) -> str:
         if e.role == "user":
-            return f'<div class="you"><p class="who">You</p><p>{plain(e.text)}</p></div>'
+            return f'<div class="you"><p class="who">{plain(e.who) if e.who else "You"}</p><p>{plain(e.text)}</p></div>'
         if e.role == "notice":
             return f'<p class="notice">{plain(e.text)}</p>'
         body, e.blocks = render(e.text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")
@@ -265,3 +363,10 @@ class ChatView(QWidget):
 
     def _index(self, entry: _Entry) -> int:
         return next((i for i, e in enumerate(self.entries) if e is entry), 0)
+
+
+def _history_entry(m) -> _Entry:
+    """A stored message as the transcript shows it (app.core.records.Message)."""
+    role = m.role if m.role in ("user", "assistant") else "notice"
+    who = m.speaker if role == "user" and m.speaker and m.speaker.lower() not in ("you", "user") else ""
+    return _Entry(role, m.text, m.status if role == "assistant" else "", ts_ms=m.ts_ms, message_id=m.id, who=who)

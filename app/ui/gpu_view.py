@@ -100,25 +100,43 @@ class GpuView(QWidget):
         self.resume_button.clicked.connect(self.resume)
         self.events = QListWidget(objectName="guardEvents")
         self.events.setWordWrap(True)
+        self.nothing = QLabel(objectName="noGpu", wordWrap=True)  # in place of all of the above, without a GPU
+        self.nothing.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.nothing.hide()
         buttons = QHBoxLayout()
         buttons.addWidget(self.free_button)
         buttons.addWidget(self.resume_button)
         buttons.addStretch(1)
+        self.watching = QWidget()
+        inner = QVBoxLayout(self.watching)
+        inner.setContentsMargins(0, 0, 0, 0)
+        inner.addWidget(self.plot, 3)
+        inner.addWidget(legend)
+        inner.addLayout(buttons)
+        inner.addWidget(QLabel("What the guard did"))
+        inner.addWidget(self.events, 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(self.state)
-        layout.addWidget(self.plot, 3)
-        layout.addWidget(legend)
-        layout.addLayout(buttons)
-        layout.addWidget(QLabel("What the guard did"))
-        layout.addWidget(self.events, 2)
-        self.set_available(False, "")
+        layout.addWidget(self.watching, 1)
+        layout.addWidget(self.nothing, 1)
+        self.free_button.setEnabled(False)
+        self.resume_button.setEnabled(False)
 
     def set_available(self, on: bool, problem: str) -> None:
+        """With a GPU to watch: the plot, the log and the buttons. Without one: a plain page that says
+        why, and nothing to click that would do nothing."""
         self.free_button.setEnabled(on)
         self.resume_button.setEnabled(on)
-        if not on and problem:
-            self.state.setText(f"No NVIDIA GPU to watch: {problem}. The VRAM guard is off; everything else works.")
+        self.watching.setVisible(on)
+        self.nothing.setVisible(not on)
+        if not on:
+            self.state.setText("<b>Nothing to watch on this machine</b>")
+            self.nothing.setText(
+                f"<p>The VRAM guard is not running: {problem or 'it is switched off'}.</p>"
+                "<p>It matters only where Octane or Redshift share an NVIDIA card with Kelvin's model: it watches "
+                "the card's memory and, when a render needs it, unloads the model and answers on the CPU or from "
+                "memory until the render is done.</p><p>Everything else in Kelvin works the same without it.</p>")
 
     def show_state(self, state: str, reason: str) -> None:
         words = {"normal": "Kelvin is on the GPU", "yielding": "Leaving the GPU …", "yielded": "Kelvin is off the GPU",

@@ -1,31 +1,41 @@
 """Kelvin's window: a header (project, mode, Ollama, the VRAM guard, always on top), the views, a
 status bar that says what Kelvin is doing. It drives the services through workers and adds no
-logic of its own."""
+logic of its own.
+
+One project is current, and every view follows it (:meth:`MainWindow.project_now`): the title,
+the tray's tooltip, the chat's transcript (that project's messages, the last ones first, earlier
+ones a scroll away), the memory browser and its settings, the brief. Whatever was asked for the
+project before and lands after a switch is dropped. Kelvin opens on the last project the artist
+worked in (saved as ``project`` in kelvin.toml, so the command line follows too)."""
 from __future__ import annotations
 
 import logging
-import sys
 import time
 
-from PySide6.QtCore import QCoreApplication, QObject, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtCore import QCoreApplication, QObject, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QStackedWidget, QTabBar, QToolButton,
                                QVBoxLayout, QWidget)
 
-from app.core.vram import process_key, renderer_names
-from app.ui.chat_view import ChatView
 from app.core.records import RecordError
+from app.core.vram import process_key, renderer_names
 from app.ui.brief_view import BriefView
+from app.ui.chat_view import ChatView
 from app.ui.gpu_view import GpuView
+from app.ui.memory_browser import MemoryBrowser
 from app.ui.memory_view import MemoryView
+from app.ui.project_switcher import ProjectSwitcher
 from app.ui.tray import Tray
 from app.ui.worker import Pools, Worker
 
 log = logging.getLogger("kelvin.ui")
 
-MODES = (("gpu", "GPU"), ("cpu", "CPU"), ("recall", "Recall (no model)"))
+MODES = (("gpu", "GPU"), ("cpu", "CPU"), ("recall", "Recall (no model)"), ("memory", "Memory only"))
+CHOSEN_MODES = 3  # the last one is not chosen: it says Kelvin answers from memory because the model cannot
 OLLAMA_CHECK_MS = 10_000
 BANNER_MS = 12_000
+TRANSCRIPT_PAGE = 40  # messages read for the transcript at a time
+READY = "Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)"
 
 
 class _Bridge(QObject):
@@ -45,11 +55,6 @@ def looked_at(result) -> list[str]:
     return lines
 
 
-def _unexpected(exc: BaseException) -> None:
-    """A worker failed where no failure was expected: a bug, for the crash dialog (app.ui.crash)."""
-    sys.excepthook(type(exc), exc, exc.__traceback__)
-
-
 class MainWindow(QMainWindow):
     def __init__(self, settings, window_state: QSettings, pools: Pools | None = None):
         super().__init__()
@@ -57,24 +62,28 @@ class MainWindow(QMainWindow):
         self.state = window_state
         self.pools = pools or Pools()
         self.services = None
+        self.project = settings.project  # the current project: every view shows this one
         self.bridge = _Bridge()
         self.bridge.notified.connect(self.notify)
         self.bridge.event.connect(self._guard_event)
         self.bridge.sample.connect(self._guard_sample)
         self.guard = None
         self._turn: Worker | None = None
-        self.setWindowTitle(f"Kelvin — {settings.project}")
+        self._ollama_problem = ""  # why the model cannot answer now ("" when it can, or not known yet)
+        self._reading = ""  # the project whose transcript is being read
+        self._waiting: list[str] = []  # questions asked meanwhile
+        self.setWindowTitle(f"Kelvin — {self.project}")
         self.setObjectName("kelvin")
 
-        self.project_box = QComboBox(objectName="project")
-        self.project_box.setMinimumWidth(160)
-        self.project_box.setToolTip("The project Kelvin remembers for")
-        self.project_box.activated.connect(self._switch_project)
+        self.project_box = ProjectSwitcher()
+        self.project_box.show_projects([], self.project)
+        self.project_box.switch_requested.connect(self.switch_project)
+        self.project_box.create_requested.connect(self.create_project)
+        self.project_box.rename_requested.connect(self.rename_project)
         self.mode_box = QComboBox(objectName="mode")
         for key, label in MODES:
             self.mode_box.addItem(label, key)
-        self.mode_box.setToolTip("GPU: the model on the GPU · CPU: leave the VRAM to renders · Recall: answers "
-                                 "quoted from memory, no model")
+        self.mode_box.model().item(CHOSEN_MODES).setEnabled(False)  # shown, never chosen
         self.mode_box.activated.connect(self._set_mode)
         self.ollama_label = QLabel("Ollama: …", objectName="ollama")
         self.gpu_label = QLabel("", objectName="gpu")
@@ -103,14 +112,8 @@ class MainWindow(QMainWindow):
         self._add_view("Chat", self.chat)
         self.memory = MemoryView()
         self._add_view("Memory", self.memory)
-        self.memory.query.connect(self._browse)
-        self.memory.model.wanted.connect(self._fetch_rows)
-        self.memory.edit_requested.connect(self._edit_message)
-        self.memory.delete_requested.connect(self._delete_messages)
-        self.memory.undo_requested.connect(self._undo)
-        self.memory.settings.history_wanted.connect(self._setting_history)
-        self.memory.settings.set_requested.connect(self._set_setting)
-        self.memory.settings.unset_requested.connect(self._unset_setting)
+        self.browser = MemoryBrowser(self.memory, self.pools, self)
+        self.browser.said.connect(lambda said: self.statusBar().showMessage(said, 4000))
         self.gpu = GpuView(frozenset(process_key(n) for n in renderer_names(settings.renderer_processes)))
         self._add_view("GPU", self.gpu)
         self.brief = BriefView()
@@ -128,12 +131,15 @@ class MainWindow(QMainWindow):
         self.tray.quit.connect(self.quit)
         self.tray.keep_running.setChecked(self.state.value("close_to_tray", False, type=bool))
         self.tray.keep_running_changed.connect(lambda on: self.state.setValue("close_to_tray", on))
+        self.tray.set_project(self.project)
         self._quitting = False
         self.tabs.currentChanged.connect(self._view_changed)
         self.chat.send.connect(self.ask)
         self.chat.stop.connect(self.stop_reply)
         self.chat.chip_action.connect(self._chip)
-        self.chat.link_hovered.connect(lambda url: self.statusBar().showMessage(url.toString(), 4000))
+        self.chat.earlier_wanted.connect(self._earlier)
+        self.chat.link_hovered.connect(lambda words: self.statusBar().showMessage(words, 4000) if words
+                                       else self.statusBar().clearMessage())
 
         body = QWidget()
         layout = QVBoxLayout(body)
@@ -145,20 +151,19 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(body)
         self.statusBar().showMessage("Starting …")
 
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.stop_reply)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.chat, activated=self.stop_reply,
+                  context=Qt.ShortcutContext.WidgetWithChildrenShortcut)  # Esc stops a reply from the chat only
         QShortcut(QKeySequence("Ctrl+K"), self, activated=self._focus_search)
         for n in range(1, 5):
             QShortcut(QKeySequence(f"Ctrl+{n}"), self, activated=lambda n=n: self._show_view(n - 1))
         quit_action = QAction("Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.quit)
         self.addAction(quit_action)
         self._ollama_timer = QTimer(self, interval=OLLAMA_CHECK_MS, timeout=self._check_ollama)
-        self.resize(560, 820)
-        geometry = self.state.value("geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
+        self._restore_geometry()
         if self.state.value("on_top", False, type=bool):
             self.on_top.setChecked(True)
         self._show_view(self.state.value("view", 0, type=int))
+        self._show_mode()
 
     # ---- views -----------------------------------------------------------------------------------
     def _add_view(self, title: str, widget: QWidget) -> None:
@@ -172,7 +177,7 @@ class MainWindow(QMainWindow):
     def _view_changed(self, index: int) -> None:
         self.views.setCurrentIndex(index)
         self.state.setValue("view", index)
-        if self.views.currentWidget() is self.memory:
+        if self.views.currentWidget() is self.memory and self.services is not None:
             self.memory.refresh()  # what is stored now (turns commit in the background)
 
     def _focus_search(self) -> None:
@@ -180,125 +185,52 @@ class MainWindow(QMainWindow):
         self.memory.search.setFocus()
         self.memory.search.selectAll()
 
-    # ---- the memory browser ----------------------------------------------------------------------
-    def _browse(self, text: str, values: dict) -> None:
-        if self.services is None:
-            return
-        memory = self.services.memory
-        values = dict(values)
-        project = values.pop("project", None) or self.services.conversation.project
-        from app.memory.index import Filters  # here, not at the top: it loads pyarrow (after the first paint)
+    # ---- geometry ----------------------------------------------------------------------------------
+    def _restore_geometry(self) -> None:
+        """The size and place the window had, frame included (``pos()`` and ``move()`` both mean the
+        frame's corner, so a window manager's frame does not push it down a little each time), and
+        never off every screen (a monitor unplugged since)."""
+        size = self.state.value("size", type=QSize)
+        pos = self.state.value("pos", type=QPoint)
+        self.resize(size if isinstance(size, QSize) and size.isValid() else QSize(560, 820))
+        if isinstance(pos, QPoint) and self._on_a_screen(QRect(pos, self.size())):
+            self.move(pos)
+        else:
+            screen = QGuiApplication.primaryScreen()
+            if screen is not None:
+                area = screen.availableGeometry()
+                self.resize(self.size().boundedTo(area.size()))
+                self.move(area.center() - QRect(QPoint(), self.size()).center())
+        if self.state.value("maximized", False, type=bool):
+            self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
 
-        filters = Filters(**values)
+    @staticmethod
+    def _on_a_screen(frame: QRect) -> bool:
+        """Whether enough of the title bar is on some screen to grab it."""
+        title = QRect(frame.topLeft(), QSize(frame.width(), 32))
+        for screen in QGuiApplication.screens():
+            seen = title.intersected(screen.availableGeometry())
+            if seen.width() >= min(120, frame.width()) and seen.height() >= 16:
+                return True
+        return False
 
-        def look(report):
-            if text:
-                hits = memory.search(text, k=200, filters=filters, project=project)
-                return [h.message.id for h in hits], {h.message.id: h.message for h in hits}
-            return memory.message_ids(project, filters), {}
-
-        self._run(self.pools.memory, look,
-                  returned=lambda r: self.memory.show_results(r[0], r[1], text),
-                  errored=lambda exc: self.memory.count.setText(f"Search failed: {exc}"))
-        self._browse_settings(project)
-
-    def _browsed_project(self) -> str:
-        return self.memory.filter_values()["project"] or self.services.conversation.project
-
-    def _fetch_rows(self, ids: list) -> None:
-        if self.services is not None:
-            memory, project = self.services.memory, self._browsed_project()
-            self._run(self.pools.memory, lambda report: memory.messages(ids, project), returned=self.memory.model.fill)
-
-    def _edit_message(self, before, text: str) -> None:
-        memory, project = self.services.memory, self._browsed_project()
-        self._run(self.pools.memory, lambda report: memory.edit(before.id, text, project),
-                  returned=lambda after: (self.memory.edited(before, after), self._changed_memory("Edited; saved")),
-                  errored=lambda exc: self.memory.count.setText(f"Not edited: {exc}"))
-
-    def _delete_messages(self, messages: list) -> None:
-        memory, project = self.services.memory, self._browsed_project()
-
-        def delete(report):
-            done = []
-            for m in messages:
-                try:
-                    memory.delete(m.id, project)
-                except RecordError:  # already gone (deleted elsewhere): nothing to undo for it
-                    continue
-                done.append(m)
-            return done
-
-        self._run(self.pools.memory, delete,
-                  returned=lambda done: (self.memory.deleted(done), self._changed_memory("Deleted; Undo puts it back")),
-                  errored=lambda exc: self.memory.count.setText(f"Not deleted: {exc}"))
-
-    def _undo(self, action) -> None:
-        memory, project = self.services.memory, self._browsed_project()
-        kind, what = action
-
-        def undo(report):
-            if kind == "edit":
-                memory.edit(what.id, what.text, project)
-                return "Edit undone."
-            for m in what:
-                memory.restore(m, project)
-            return f"Restored {len(what)} message{'s' if len(what) != 1 else ''}."
-
-        self._run(self.pools.memory, undo, returned=lambda said: (self.memory.undone(said), self._changed_memory(said)),
-                  errored=lambda exc: self.memory.undone(f"Could not undo: {exc}"))
-
-    def _changed_memory(self, said: str) -> None:
-        self.statusBar().showMessage(f"{said} (journal, index and Markdown)", 4000)
-        self._browse_settings(self._browsed_project())
-
-    # ---- the settings ledger -----------------------------------------------------------------------
-    def _browse_settings(self, project: str) -> None:
-        ledger = self.services.conversation.ledger
-        self._run(self.pools.memory, lambda report: ledger.current(project, candidates=True),
-                  returned=self.memory.settings.show_current,
-                  errored=lambda exc: self.memory.settings.count.setText(f"Settings could not be read: {exc}"))
-        key = self.memory.settings.selected_key()
-        if key is not None:
-            self._setting_history(key)
-
-    def _setting_history(self, key) -> None:
-        memory, ledger, project = self.services.memory, self.services.conversation.ledger, self._browsed_project()
-
-        def history(report):
-            entries = ledger.book(project).history(*key)
-            ids = [e.source_id for e in entries if e.source_id and e.by != "artist"]
-            return entries, {i: m.text for i, m in memory.messages(ids, project).items()}
-
-        self._run(self.pools.memory, history, returned=lambda r: self.memory.settings.show_history(key, *r))
-
-    def _set_setting(self, key, text: str) -> None:
-        ledger, project = self.services.conversation.ledger, self._browsed_project()
-        self._run(self.pools.memory, lambda report: ledger.set(key[1], text, key[0] or "any", project,
-                                                               note="corrected in the memory browser"),
-                  returned=lambda _: self._changed_memory("Setting corrected"),
-                  errored=lambda exc: self.memory.settings.count.setText(f"Not changed: {exc}"))
-
-    def _unset_setting(self, key) -> None:
-        ledger, project = self.services.conversation.ledger, self._browsed_project()
-        self._run(self.pools.memory, lambda report: ledger.unset(key[1], key[0] or "any", project),
-                  returned=lambda _: self._changed_memory("Setting unset"),
-                  errored=lambda exc: self.memory.settings.count.setText(f"Not unset: {exc}"))
+    def _save_geometry(self) -> None:
+        maximized = self.isMaximized()
+        self.state.setValue("maximized", maximized)
+        if not maximized:
+            self.state.setValue("pos", self.pos())
+            self.state.setValue("size", self.size())
 
     # ---- services --------------------------------------------------------------------------------
     def attach(self, services) -> None:
         """The services are up (built on a worker while the window painted)."""
         self.services = services
-        c = services.conversation
-        self.setWindowTitle(f"Kelvin — {c.project}")
-        self._fill_projects()
-        self.mode_box.setCurrentIndex([k for k, _ in MODES].index(c.mode.value))
-        self.chat.set_ready(True, "Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)")
         self.attach_guard(services.guard, services.gpu_problem)
+        self.browser.attach(services, services.conversation.project)
+        self.project_now(services.conversation.project, greet=True)
         for notice in services.memory.notices:
             self.chat.add("notice", notice)
         self.statusBar().showMessage(f"Ready · {services.memory.data_dir}", 5000)
-        self._greet()
         self._check_ollama()
         self._ollama_timer.start()
         self._check_setup()
@@ -307,14 +239,17 @@ class MainWindow(QMainWindow):
         """The VRAM guard (None: no NVIDIA GPU, or switched off; ``problem`` says why)."""
         self.guard = guard
         if guard is None:
-            self.gpu_label.setText("GPU: guard off")
-            self.gpu_label.setToolTip(problem)
-            self.gpu.set_available(False, problem or "the VRAM guard is switched off")
+            why = problem or "the VRAM guard is switched off (vram_guard in kelvin.toml)"
+            self.gpu_label.setText("GPU: not watched")
+            self.gpu_label.setToolTip(f"Nothing to watch: {why}")
+            self.gpu.set_available(False, why)
+            self.tray.set_gpu(False, why)
             return
         guard.notify = self.bridge.notified.emit
         guard.on_event.append(self.bridge.event.emit)
         guard.on_sample.append(self.bridge.sample.emit)
         self.gpu.set_available(True, "")
+        self.tray.set_gpu(True, "")
         self._guard_state(guard.policy.state, "")
 
     def free_vram(self) -> None:
@@ -377,65 +312,192 @@ class MainWindow(QMainWindow):
         panel.checked.connect(first_look, Qt.ConnectionType.SingleShotConnection)
         panel.refresh()
 
+    # ---- the current project -----------------------------------------------------------------------
+    def project_now(self, name: str, greet: bool = False) -> None:
+        """``name`` is the current project: every view shows it from now on; what lands for the one
+        before is dropped. ``greet``: a new day's first look says Kelvin resumes from the brief."""
+        self.project = name
+        self.setWindowTitle(f"Kelvin — {name}")
+        self.tray.set_project(name)
+        self.browser.use_project(name)
+        self.brief.show_brief("", [])
+        if self.brief.isVisible():
+            self._load_brief()
+        self._fill_projects()
+        self._load_transcript(greet)
+
     def _fill_projects(self) -> None:
-        c = self.services.conversation
-        names = [p.name for p in c.projects.list()] or [c.project]
-        if c.project not in names:
-            names.append(c.project)
-        self.project_box.clear()
-        self.project_box.addItems(sorted(names, key=str.lower))
-        self.project_box.setCurrentText(c.project)
-        self.memory.set_projects(sorted(names, key=str.lower), c.project)
+        c, current = self.services.conversation, self.project
+        self.pools.run(self.pools.memory, lambda report: [p.name for p in c.projects.list()],
+                       returned=lambda names: self.project_box.show_projects(names, self.project)
+                       if current == self.project else None)
 
-    def _switch_project(self, index: int) -> None:
-        name = self.project_box.itemText(index)
-        c = self.services.conversation if self.services else None
-        if c is None or name == c.project or self._turn is not None:
+    def switch_project(self, name: str) -> None:
+        """Switch to ``name`` (a reply streaming for the project before is stopped, and kept)."""
+        self._change_project(lambda c: c.switch_project(name), f"Switched to {name}")
+
+    def create_project(self, name: str) -> None:
+        def create(c) -> None:
+            c.projects.create(name)  # a name that folds to an existing project's folder is refused, plainly
+            c.switch_project(name)
+
+        self._change_project(create, f"Created {name}")
+
+    def rename_project(self, new: str) -> None:
+        old = self.project
+        self._change_project(lambda c: c.rename_project(new), f"Renamed {old} to {new}")
+
+    def _change_project(self, change, said: str) -> None:
+        if self.services is None:
             return
-        self._run(self.pools.model, lambda report: c.switch_project(name),
-                  returned=lambda _: (self.setWindowTitle(f"Kelvin — {c.project}"),
-                                      self.chat.add("notice", f"Project: {c.project}"),
-                                      self.memory.use_project(c.project), self._greet()),
-                  errored=lambda exc: (self.chat.add("notice", str(exc)), self._fill_projects()))
+        c = self.services.conversation
+        if self._turn is not None:
+            c.cancel("switched project")
+        self.chat.set_ready(False, "Switching project …")
 
+        def run(report) -> str:
+            change(c)
+            self._remember_project(c.project)
+            return c.project
+
+        def done(name: str) -> None:
+            self.project_now(name, greet=True)
+            self.statusBar().showMessage(said, 4000)
+
+        def failed(exc) -> None:
+            self.chat.set_ready(True, READY)
+            self.project_box.show_projects([], self.project)
+            self._fill_projects()
+            self.statusBar().showMessage(str(exc)[:1].upper() + str(exc)[1:], 8000)
+            self.notify("Project not changed", str(exc))
+
+        self.pools.run(self.pools.model, run, returned=done, errored=failed)  # after the reply (one model thread)
+
+    def _remember_project(self, name: str) -> None:
+        """The next start (window or command line) opens on this project, unless told otherwise."""
+        from app.settings import SettingsError, save_setting
+
+        try:
+            save_setting("project", name)
+        except (SettingsError, OSError) as exc:
+            log.warning("the current project could not be saved in kelvin.toml: %s", exc)
+
+    # ---- the transcript ----------------------------------------------------------------------------
+    def _load_transcript(self, greet: bool) -> None:
+        """The current project's last messages, then (a new day) the resume greeting below them."""
+        memory, c, project = self.services.memory, self.services.conversation, self.project
+        self.chat.clear()
+        self.chat.set_ready(False, f"Reading {project} …")  # nothing is asked before the transcript is there
+        self._reading = project
+
+        def load(report):
+            memory.flush()
+            msgs = memory.list(project, limit=TRANSCRIPT_PAGE + 1)
+            return msgs[-TRANSCRIPT_PAGE:], len(msgs) > TRANSCRIPT_PAGE, c.greeting(project) if greet else ""
+
+        def show(result) -> None:
+            if project != self.project:
+                return
+            msgs, more, greeting = result
+            self.chat.set_history(msgs, more)
+            if greeting:
+                self.chat.add("notice", greeting)
+
+        def failed(exc) -> None:
+            self.chat.add("notice", f"The transcript could not be read: {exc}")
+
+        def over() -> None:
+            if project != self.project:
+                return
+            self._reading = ""
+            self.chat.set_ready(True, READY)
+            if self._waiting:  # asked (by the tray, a test, the self-test) while the transcript loaded
+                self.ask(self._waiting.pop(0))
+
+        self.pools.run(self.pools.memory, load, returned=show, errored=failed, finished=over)
+
+    def _earlier(self, before_ms: int, shown: list) -> None:
+        if self.services is None:
+            return
+        from app.memory.index import Filters
+
+        memory, project, skip = self.services.memory, self.project, set(shown)
+
+        def load(report):
+            msgs = [m for m in memory.list(project, limit=TRANSCRIPT_PAGE + len(skip) + 1,
+                                           filters=Filters(until_ms=before_ms)) if m.id not in skip]
+            return msgs[-TRANSCRIPT_PAGE:], len(msgs) > TRANSCRIPT_PAGE
+
+        self.pools.run(self.pools.memory, load,
+                       returned=lambda r: self.chat.prepend_history(*r) if project == self.project else None)
+
+    # ---- modes ---------------------------------------------------------------------------------------
     def _set_mode(self, index: int) -> None:
-        if self.services is not None:
+        if self.services is not None and index < CHOSEN_MODES:
             self.services.conversation.set_mode(self.mode_box.itemData(index), reason="the artist")
             self.statusBar().showMessage(f"Mode: {self.mode_box.itemText(index)}", 3000)
+        self._show_mode()
+
+    def _show_mode(self) -> None:
+        """The mode in use, and why: the artist's choice, the VRAM guard's, or memory only because
+        the model cannot answer (Ollama down, the model missing)."""
+        c = self.services.conversation if self.services is not None else None
+        chosen = c.mode.value if c is not None else self.settings.mode
+        if chosen != "recall" and self._ollama_problem:
+            index, tip = CHOSEN_MODES, f"Memory only — {self._ollama_problem}. Answers are quoted from memory until " \
+                                       "the model is back; the mode you chose comes back with it."
+        else:
+            index = [k for k, _ in MODES].index(chosen)
+            why = c.mode_reason if c is not None and c.mode_reason and c.mode_reason != "the artist" else ""
+            tip = {"gpu": "GPU: the model runs on the GPU", "cpu": "CPU: the model runs on the CPU, the render keeps "
+                   "the VRAM (slower answers)", "recall": "Recall: no model; answers are quoted from memory"}[chosen]
+            tip += f" ({why})" if why else ""
+        self.mode_box.setCurrentIndex(index)
+        self.mode_box.setToolTip(tip + "\nGPU · CPU · Recall: choose how Kelvin answers")
 
     # ---- a turn ----------------------------------------------------------------------------------
     def ask(self, text: str) -> None:
         if self.services is None or self._turn is not None:
             return
-        c = self.services.conversation
+        if self._reading:  # the transcript is on its way: the question goes below it
+            self._waiting.append(text)
+            return
+        c, project = self.services.conversation, self.project
         self.chat.add("user", text)
         self.chat.add("assistant", "", "streaming")
         self.chat.set_busy(True)
         self.statusBar().showMessage("Kelvin is answering …")
         started = time.monotonic()
 
+        def token(piece: str) -> None:
+            if project == self.project:
+                self.chat.append(piece)
+
         def done(result) -> None:
+            if result.error_kind in ("not_running", "model_missing"):
+                self._ollama_problem = result.error.rstrip(".")
+            elif result.status == "complete":
+                self._ollama_problem = ""
+            if result.status == "command" and c.project != self.project:  # /project, /rename
+                self.chat.add("assistant", result.text)  # (replaced by the new project's transcript)
+                self.project_now(c.project, greet=True)
+                self.pools.run(self.pools.general, lambda report: self._remember_project(c.project))
+                return
+            if project != self.project:
+                return  # the artist switched project meanwhile: the reply is stored in its own
             self.chat.finish(result.text, result.status, looked_at(result), result.error)
             self._find_chips(result, self.chat.entries[-1])
             if result.greeting:
                 self.chat.add("notice", result.greeting)
-            if result.status == "command":
-                self.mode_box.setCurrentIndex([k for k, _ in MODES].index(c.mode.value))
-                self._fill_projects()
+            self._show_mode()
             self.statusBar().showMessage(f"{result.status} in {time.monotonic() - started:.1f} s · committing in the "
                                          "background", 4000)
 
-        self._turn = self._run(self.pools.model, lambda report: c.ask(text, on_token=report),
-                               yielded=self.chat.append, returned=done,
-                               errored=lambda exc: self.chat.finish("", "failed", [], str(exc)),
-                               finished=self._turn_over)
-
-    def _greet(self) -> None:
-        """A new day in a project: say that Kelvin resumes from the brief, with the current settings."""
-        c = self.services.conversation
-        self._run(self.pools.memory, lambda report: c.greeting(),
-                  returned=lambda text: self.chat.add("notice", text) if text else None,
-                  errored=lambda exc: log.info("no greeting: %s", exc))
+        self._turn = self.pools.run(self.pools.model, lambda report: c.ask(text, on_token=report),
+                                    yielded=token, returned=done,
+                                    errored=lambda exc: self.chat.finish("", "failed", [], str(exc))
+                                    if project == self.project else None,
+                                    finished=self._turn_over)
 
     def _find_chips(self, result, entry) -> None:
         """Once the turn is stored, the settings it stated become chips under the answer."""
@@ -451,13 +513,14 @@ class MainWindow(QMainWindow):
             book = ledger.book(project)
             return [e for i in ids for e in book.mentions_of(i) if not e.candidate]
 
-        self._run(self.pools.memory, find, returned=lambda found: self.chat.show_chips(entry, found, project))
+        self.pools.run(self.pools.memory, find, returned=lambda found: self.chat.show_chips(entry, found, project)
+                       if project == self.project else None)
 
     def _chip(self, action: str, chip, value: str) -> None:
         if self.services is None:
             return
         ledger, e = self.services.conversation.ledger, chip.entry
-        project = chip.project or self.services.conversation.project
+        project = chip.project or self.project
 
         def act(report):
             if action == "confirm":
@@ -471,9 +534,9 @@ class MainWindow(QMainWindow):
             ledger.retract(e.id, project)
             return "turned down"
 
-        self._run(self.pools.memory, act, returned=lambda state: (self.chat.chip_done(chip, state),
-                                                                 self._changed_memory(f"Setting {state}")),
-                  errored=lambda exc: self.chat.add("notice", f"Setting not changed: {exc}"))
+        self.pools.run(self.pools.memory, act, returned=lambda state: (self.chat.chip_done(chip, state),
+                                                                      self.browser.changed(f"Setting {state}")),
+                       errored=lambda exc: self.chat.add("notice", f"Setting not changed: {exc}"))
 
     def _turn_over(self) -> None:
         self._turn = None
@@ -484,14 +547,6 @@ class MainWindow(QMainWindow):
             self.services.conversation.cancel()
             self.statusBar().showMessage("Stopping the reply …", 2000)
 
-    def _run(self, pool, fn, *, yielded=None, returned=None, errored=None, finished=None) -> Worker:
-        w = Worker(fn)
-        for signal, slot in ((w.signals.yielded, yielded), (w.signals.returned, returned),
-                             (w.signals.errored, errored or _unexpected), (w.signals.finished, finished)):
-            if slot is not None:
-                signal.connect(slot)
-        return self.pools.start(pool, w)
-
     # ---- the brief --------------------------------------------------------------------------------
     def _builder(self):
         from app.services.brief import BriefBuilder
@@ -501,10 +556,10 @@ class MainWindow(QMainWindow):
     def _load_brief(self) -> None:
         if self.services is None or self._brief_cancel is not None:
             return
-        builder = self._builder()
-        self._run(self.pools.memory, lambda report: (builder.current(), builder.archive()),
-                  returned=lambda r: self.brief.show_brief(*r),
-                  errored=lambda exc: self.brief.status.setText(f"The brief could not be read: {exc}"))
+        builder, project = self._builder(), self.project
+        self.pools.run(self.pools.memory, lambda report: (builder.current(project), builder.archive(project)),
+                       returned=lambda r: self.brief.show_brief(*r) if project == self.project else None,
+                       errored=lambda exc: self.brief.status.setText(f"The brief could not be read: {exc}"))
 
     def end_of_day(self) -> None:
         """Write the master brief on the model's worker (one model call at a time), with progress."""
@@ -515,18 +570,20 @@ class MainWindow(QMainWindow):
         from app.services.brief import BriefCancelled
 
         self._show_view(self.views.indexOf(self.brief))
-        builder, cancel = self._builder(), threading.Event()
+        builder, cancel, project = self._builder(), threading.Event(), self.project
         self._brief_cancel = cancel
         self.brief.running(True)
         self.statusBar().showMessage("Writing the brief …")
 
         def done(result) -> None:
-            self.brief.show_brief(result.text, builder.archive())
+            self.notify("Brief ready", f"The master brief of {result.project} is written.")
+            if project != self.project:
+                return
+            self.brief.show_brief(result.text, builder.archive(project))
             flagged = f"; numbers to check: {', '.join(result.flagged)}" if result.flagged else ""
             self.brief.status.setText(f"Written from {result.messages} messages in {len(result.domains)} "
                                       f"domain{'s' if len(result.domains) != 1 else ''}"
                                       f"{flagged}. {result.path}")
-            self.notify("Brief ready", f"The master brief of {result.project} is written.")
 
         def failed(exc) -> None:
             said = str(exc) if isinstance(exc, (BriefCancelled, RecordError)) else f"The brief failed: {exc}"
@@ -537,9 +594,10 @@ class MainWindow(QMainWindow):
             self.brief.running(False)
             self.statusBar().clearMessage()
 
-        self._run(self.pools.model, lambda report: builder.build(progress=lambda d, t, s: report((d, t, s)),
-                                                                 cancel=cancel),
-                  yielded=lambda p: self.brief.step(*p), returned=done, errored=failed, finished=over)
+        self.pools.run(self.pools.model, lambda report: builder.build(project, progress=lambda d, t, s: report((d, t, s)),
+                                                                      cancel=cancel),
+                       yielded=lambda p: self.brief.step(*p) if project == self.project else None, returned=done,
+                       errored=failed, finished=over)
 
     # ---- status ----------------------------------------------------------------------------------
     def _check_ollama(self) -> None:
@@ -547,12 +605,22 @@ class MainWindow(QMainWindow):
 
         def probe(report):
             try:
-                return f"Ollama {c.backend.version()} · {c.model}", ""
+                version = c.backend.version()
             except Exception as exc:  # noqa: BLE001 — any failure is "not reachable", said plainly
-                return "Ollama: not running", str(exc)
+                return "Ollama: not running", str(exc), f"Ollama is not running at {c.backend.host}"
+            try:
+                missing = "" if c.backend.has_model(c.model) else f"Ollama has no model {c.model} (pull it in Setup…)"
+            except Exception:  # noqa: BLE001 — the next check tells
+                missing = ""
+            return f"Ollama {version} · {c.model}", missing or f"Ollama {version} at {c.backend.host}", missing
 
-        self._run(self.pools.general, probe,
-                  returned=lambda r: (self.ollama_label.setText(r[0]), self.ollama_label.setToolTip(r[1] or r[0])))
+        def seen(r) -> None:
+            self.ollama_label.setText(r[0])
+            self.ollama_label.setToolTip(r[1])
+            self._ollama_problem = r[2]
+            self._show_mode()
+
+        self.pools.run(self.pools.general, probe, returned=seen)
 
     def _guard_state(self, state: str, reason: str) -> None:
         label = {"normal": "GPU: ok", "yielding": "GPU: leaving …", "yielded": "GPU: yielded to render",
@@ -564,8 +632,7 @@ class MainWindow(QMainWindow):
         self.gpu_label.style().polish(self.gpu_label)
         if reason:
             self.gpu_label.setToolTip(reason)
-        if self.services is not None:
-            self.mode_box.setCurrentIndex([k for k, _ in MODES].index(self.services.conversation.mode.value))
+        self._show_mode()
 
     def notify(self, title: str, text: str) -> None:
         """A notification: a tray balloon where the desktop has a tray, else the window's banner;
@@ -588,13 +655,14 @@ class MainWindow(QMainWindow):
         self.close()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        self.state.setValue("geometry", self.saveGeometry())
+        self._save_geometry()
         if not self._quitting and self.tray.keep_running.isChecked() and self.tray.available:
             self.hide()  # Kelvin keeps watching the GPU and committing; the tray brings it back
             event.ignore()
             if not self.state.value("told_tray", False, type=bool):
                 self.state.setValue("told_tray", True)
-                self.tray.notify("Kelvin is still running", "It keeps watching the GPU. Quit from the tray menu.")
+                doing = "watches the GPU and saves your turns" if self.guard is not None else "saves your turns"
+                self.tray.notify("Kelvin is still running", f"It {doing} in the background. Quit from the tray menu.")
             return
         self.state.sync()
         self._ollama_timer.stop()

@@ -1,5 +1,7 @@
-"""The memory browser: every stored message, newest first, searchable as you type (hybrid search)
-and filtered by project, domain, type, engine and date; the settings ledger beside it.
+"""The memory browser: every message of the current project, newest first, searchable as you type
+(hybrid search) and filtered by domain, type, engine and date; the settings ledger beside it. It
+always shows the window's current project (the header's switcher): a switch empties it at once,
+and rows that arrive for an earlier project or query are dropped (:attr:`MessagesModel.generation`).
 
 The table model holds message ids only and fetches rows a page at a time on the memory pool, so
 100k messages cost a list of ids, not 100k rows; a row not fetched yet shows "…" until its page
@@ -46,15 +48,21 @@ class MessagesModel(QAbstractTableModel):
         self.ids: list[str] = []
         self.cache: dict[str, object] = {}
         self._asked: set[int] = set()
+        self.generation = 0  # a new list (another project, query or filter) makes earlier pages stale
 
     def set_ids(self, ids: list[str], known: dict | None = None) -> None:
         self.beginResetModel()
+        self.generation += 1
         self.ids = list(ids)
         self.cache = dict(known or {})
         self._asked = set()
         self.endResetModel()
 
-    def fill(self, messages: dict) -> None:
+    def fill(self, messages: dict, generation: int | None = None) -> None:
+        """Rows of a page asked for (``generation``: the list's when it was asked; a page of an earlier
+        list is dropped), or a message just edited."""
+        if generation is not None and generation != self.generation:
+            return
         self.cache.update(messages)
         # the rows of the pages asked for, not a pass over every id (10-30 ms at 100k, on the UI thread)
         rows = [i for page in self._asked for i in range(page * PAGE, min((page + 1) * PAGE, len(self.ids)))
@@ -191,15 +199,11 @@ class MemoryView(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.search = QLineEdit(objectName="memorySearch", placeholderText="Search everything Kelvin remembers …  (Ctrl+K)")
+        self.search = QLineEdit(objectName="memorySearch", placeholderText="Search this project's memory …  (Ctrl+K)")
         self.search.setClearButtonEnabled(True)
-        self.project = QComboBox(objectName="filter_project")
-        self.project.setToolTip("The project to browse")
-        self.project.activated.connect(self._changed)
         self.filters = {}
         bar = QHBoxLayout()
         bar.addWidget(self.search, 1)
-        bar.addWidget(self.project)
         filters = QHBoxLayout()
         for key, values in (("domain", DOMAINS), ("type", TYPES), ("engine", ENGINES)):
             box = QComboBox(objectName=f"filter_{key}")
@@ -274,21 +278,14 @@ class MemoryView(QWidget):
         self._undo: list[tuple[str, object]] = []
 
     # ---- filters -----------------------------------------------------------------------------------
-    def set_projects(self, names: list[str], current: str) -> None:
-        chosen = self.project.currentText() or current
-        self.project.clear()
-        self.project.addItems(names)
-        self.project.setCurrentText(chosen if chosen in names else current)
-
-    def use_project(self, name: str) -> None:
-        """The window switched project: browse that one."""
-        if self.project.findText(name) < 0:
-            self.project.addItem(name)
-        self.project.setCurrentText(name)
+    def clear(self, why: str = "") -> None:
+        """Nothing listed (another project is on its way): no row of the one before stays."""
+        self.model.set_ids([])
+        self.count.setText(why)
+        self.settings.clear()
 
     def filter_values(self) -> dict:
         values = {k: box.currentData() for k, box in self.filters.items()}
-        values["project"] = self.project.currentText() or None
         span = self.dates.currentData()
         today = QDate.currentDate()
         if span == "range":

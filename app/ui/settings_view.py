@@ -183,6 +183,15 @@ class SettingsPanel(QWidget):
     def selected_key(self):
         return self._key
 
+    def clear(self) -> None:
+        """Another project: no setting, no history, no title of the one before."""
+        self._key = None
+        self.current.set_rows([])
+        self.history.set_entries([], {})
+        self.title.setText("Select a setting to see its history")
+        self.unset_button.setEnabled(False)
+        self.count.setText("")
+
     def show_current(self, rows: list) -> None:
         key = self._key
         self.current.set_rows(rows)

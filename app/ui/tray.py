@@ -47,11 +47,14 @@ class Tray(QObject):
                 self.keep_running = QAction("Keep running in the tray when closed", menu, checkable=True)
                 self.keep_running.toggled.connect(self.keep_running_changed)
                 menu.addAction(self.keep_running)
+        self.free_action = next(a for a in menu.actions() if a.text() == "Free VRAM now")
         self._menu = menu
         self.icon.setContextMenu(menu)
         self.icon.activated.connect(lambda reason: self.show_window.emit()
                                     if reason == QSystemTrayIcon.ActivationReason.Trigger else None)
         self.state = "off"
+        self.project = ""
+        self.gpu = ""  # what the tooltip says of the GPU
         if self.available:
             self.icon.show()
 
@@ -62,7 +65,24 @@ class Tray(QObject):
     def set_state(self, state: str, reason: str = "") -> None:
         self.state = state
         self.icon.setIcon(state_icon(state))
-        self.icon.setToolTip(f"Kelvin — GPU: {state}" + (f"\n{reason}" if reason else ""))
+        self.gpu = f"GPU: {state}" + (f" — {reason}" if reason else "")
+        self._tooltip()
+
+    def set_project(self, name: str) -> None:
+        self.project = name
+        self._tooltip()
+
+    def set_gpu(self, watched: bool, why: str = "") -> None:
+        """Without a GPU to watch, the GPU action says why instead of silently doing nothing."""
+        self.free_action.setEnabled(watched)
+        self.free_action.setText("Free VRAM now" if watched else "Free VRAM now — no NVIDIA GPU to free")
+        if not watched:
+            self.icon.setIcon(state_icon("off"))
+            self.gpu = f"GPU: not watched ({why})" if why else "GPU: not watched"
+            self._tooltip()
+
+    def _tooltip(self) -> None:
+        self.icon.setToolTip("\n".join(x for x in (f"Kelvin — {self.project}" if self.project else "Kelvin", self.gpu) if x))
 
     def notify(self, title: str, text: str) -> bool:
         """True if the tray showed it; False: the caller shows it in the window."""

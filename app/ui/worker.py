@@ -14,6 +14,7 @@ must not hold up anything else), and a general one for start-up work.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import weakref
 from typing import Any, Callable
@@ -86,6 +87,17 @@ class Pools:
         pool.setMaxThreadCount(1)
         return pool
 
+    def run(self, pool: QThreadPool, fn: Callable[..., Any], *, yielded=None, returned=None, errored=None,
+            finished=None) -> Worker:
+        """Run ``fn(report)`` on ``pool`` with the given slots connected; a failure nobody expected
+        (no ``errored``) goes to the crash dialog."""
+        w = Worker(fn)
+        for signal, slot in ((w.signals.yielded, yielded), (w.signals.returned, returned),
+                             (w.signals.errored, errored or unexpected), (w.signals.finished, finished)):
+            if slot is not None:
+                signal.connect(slot)
+        return self.start(pool, w)
+
     def start(self, pool: QThreadPool, worker: Worker) -> Worker:
         self._running.add(worker)
         worker.signals.finished.connect(lambda: self._running.discard(worker))
@@ -96,3 +108,8 @@ class Pools:
         for w in list(self._running):
             w.abort()
         return all(p.waitForDone(ms) for p in (self.model, self.memory, self.download, self.general))
+
+
+def unexpected(exc: BaseException) -> None:
+    """A worker failed where no failure was expected: a bug, for the crash dialog (app.ui.crash)."""
+    sys.excepthook(type(exc), exc, exc.__traceback__)

@@ -66,7 +66,7 @@ def main(out: Path) -> int:
             print(f"saved {out / name}", flush=True)
 
         def ask() -> None:
-            if window.services is None:
+            if window.services is None or window.chat.composer.isReadOnly():  # services, then the transcript
                 return QTimer.singleShot(100, ask)
             window.chat.composer.setPlainText("What GI clamp did we settle on for the forest, and what about the fog?")
             window.chat._submit()
