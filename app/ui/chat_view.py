@@ -115,7 +115,7 @@ class ChatView(QWidget):
     send = Signal(str)
     stop = Signal()
     chip_action = Signal(str, object, str)  # "confirm" | "correct" | "reject", the Chip, the corrected value
-    earlier_wanted = Signal(int, list)  # the oldest shown message's time and the ids shown at that time
+    earlier_wanted = Signal(object, list)  # the oldest shown message's time (ms: past 32 bits) and the ids shown then
     link_hovered = Signal(str)  # what the link under the mouse does, in words ("" when it leaves)
 
     def __init__(self, parent=None):
