@@ -154,6 +154,26 @@ def test_earlier_messages_are_a_scroll_away(qtbot, window):
         assert w.chat.transcript.toPlainText().count("— ") >= 1  # the day line
 
 
+def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_where_they_are(qtbot, window):
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        seed(w, "default", 30, "turn")
+        w._show_view(1)  # loaded while the chat is hidden (Kelvin reopened on the memory view)
+        w.project_now("default")
+        qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly() and len(w.chat.entries) == 30, timeout=10_000)
+        w._show_view(0)
+        bar = w.chat.transcript.verticalScrollBar()
+        qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=5000)
+        qtbot.wait(100)  # the layout settles
+        bar.triggerAction(bar.SliderAction.SliderPageStepSub)  # the artist pages up to read
+        qtbot.wait(50)
+        reading = bar.value()
+        assert reading < bar.maximum()
+        w.chat.add("notice", "something new below")
+        qtbot.wait(100)
+        assert bar.value() == reading  # not yanked down
+
+
 def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window, monkeypatch):
     with OllamaTestServer() as srv:
         w = window(srv)

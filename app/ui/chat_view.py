@@ -154,7 +154,13 @@ class ChatView(QWidget):
         self.more_above = False  # earlier messages are in the store, not shown yet
         self._asked_earlier = False
         self.transcript.highlighted.connect(lambda url: self.link_hovered.emit(link_words(url.toString())))
-        self.transcript.verticalScrollBar().valueChanged.connect(self._scrolled)
+        bar = self.transcript.verticalScrollBar()
+        bar.valueChanged.connect(self._scrolled)
+        bar.rangeChanged.connect(self._range_changed)
+        # the artist's own scrolling (wheel, keys, drag) says whether they read the latest; the
+        # document growing or the window resizing moves the bar too, and must not
+        bar.actionTriggered.connect(lambda _action: QTimer.singleShot(0, self._moved_by_artist))
+        self._at_end = True  # the artist reads the latest: a resize or a new line keeps it in view
         self._timer = QTimer(self, singleShot=True, interval=RENDER_MS)
         self._timer.timeout.connect(lambda: self._render(len(self.entries) - 1))
         self.set_ready(False, "Kelvin is starting …")
@@ -188,6 +194,7 @@ class ChatView(QWidget):
         notices = [e for e in self.entries if e.role == "notice"]  # said while it loaded: they stay, below
         self.entries = [_history_entry(m) for m in messages] + notices
         self.more_above, self._asked_earlier = more, False
+        self._at_end = True
         self._render()
         bar = self.transcript.verticalScrollBar()
         bar.setValue(bar.maximum())
@@ -202,6 +209,7 @@ class ChatView(QWidget):
         bar = self.transcript.verticalScrollBar()
         from_bottom = bar.maximum() - bar.value()
         self.entries[:0] = older
+        self._at_end = False
         self._render()
         bar.setValue(max(0, bar.maximum() - from_bottom))
 
@@ -211,8 +219,21 @@ class ChatView(QWidget):
         self._render()
 
     def _scrolled(self, value: int) -> None:
-        if value == self.transcript.verticalScrollBar().minimum() and self.more_above:
+        if value == self.transcript.verticalScrollBar().minimum() and self.more_above and self.isVisible():
             self._want_earlier()
+
+    def _moved_by_artist(self) -> None:
+        bar = self.transcript.verticalScrollBar()
+        self._at_end = bar.value() >= bar.maximum() - 4
+
+    def _range_changed(self, _low: int, _high: int) -> None:
+        if self._at_end:  # after the layout that changed the range has settled
+            QTimer.singleShot(0, self._keep_at_end)
+
+    def _keep_at_end(self) -> None:
+        if self._at_end:
+            bar = self.transcript.verticalScrollBar()
+            bar.setValue(bar.maximum())
 
     def _want_earlier(self) -> None:
         if self._asked_earlier:
@@ -334,7 +355,7 @@ class ChatView(QWidget):
         """Draw the entries from ``first`` to the end; those above it stay as they are."""
         first = max(0, min(first, len(self._starts)))
         bar = self.transcript.verticalScrollBar()
-        at_end = bar.value() >= bar.maximum() - 4
+        at_end = self._at_end
         cursor = QTextCursor(self.transcript.document())
         if first == 0:
             self.transcript.setHtml(self._html(0, self.entries[0]) if self.entries else "")
