@@ -98,6 +98,10 @@ def result_json(result) -> dict:
         "question_id": result.question.id if result.question else None,
         "answer_id": result.answer.id if result.answer else None,
         "prompt_tokens": result.prompt_tokens, "prompt_tokens_estimated": result.window.total if result.window else None,
+        # how much of the window is retrieved content (every piece distinct), and what was left out as a repeat
+        "window": None if result.window is None else {
+            "retrieved_tokens": result.window.tokens.get("memories", 0),
+            "retrieved_share": round(result.window.retrieved_share, 3), "repeats_left_out": result.window.repeats},
         "looked_at": {"messages": [m.to_json() for m in result.recalled],
                       "memories": [m.to_json() for m in result.memories], "settings": list(result.settings)},
         "tools": result.tool_log,

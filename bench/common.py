@@ -140,11 +140,14 @@ def to_items(msgs: list[dict], project: str = "bench"):
             for m in msgs]
 
 
-def candidate(x):
-    """A search leg's result as a fusion Candidate, whether the index returns Candidates or chunk rows."""
+def candidate(x, score: float = 0.0, distance: bool = False):
+    """A search leg's result as a fusion Candidate, whether the index returns Candidates or chunk rows;
+    ``score`` is the leg's own (BM25, or a cosine distance when ``distance``: made a similarity)."""
     from app.core.fusion import Candidate
 
-    return Candidate(x["message_id"], x["ts_ms"], x["text"]) if isinstance(x, dict) else x
+    if not isinstance(x, dict):
+        return x
+    return Candidate(x["message_id"], x["ts_ms"], x["text"], score=1.0 - score if distance else score)
 
 
 # ---- the rendering vocabulary ------------------------------------------------------------------------

@@ -391,8 +391,9 @@ def bench_pastes(folder: Path, reps: int = 3) -> list[dict]:
                 v = timed("embed_as_query", lambda: svc.embedder.embed([paste], kind="query")[0])
                 th = timed("fts_leg", lambda: ix.search_text(paste, "", limit))
                 vh = timed("vector_leg", lambda: ix.search_vector(v, "", limit))
-                cands = [[Candidate(x["message_id"], x["ts_ms"], x["text"]) for x, _ in h] for h in (th, vh)]
-                timed("fuse", lambda: fuse(cands, paste))
+                cands = ([Candidate(x["message_id"], x["ts_ms"], x["text"], score=s) for x, s in th],
+                         [Candidate(x["message_id"], x["ts_ms"], x["text"], score=1.0 - d) for x, d in vh])
+                timed("fuse", lambda: fuse(*cands, paste))
                 timed("memory_search_total", lambda: svc.search(paste, k=RETRIEVE_K + 7, project=conv.project,
                                                                 drop_status=NOT_FOR_RETRIEVAL, query_vector=v))
                 timed("search_memories", lambda: svc.search_memories(paste, k=4, project=conv.project))
@@ -432,7 +433,8 @@ def bench_session(folder: Path, embedder: str, script: list[tuple[str, str]], se
                          "prompt_tokens": res.prompt_tokens, "question_chars": len(q), "reply_chars": len(reply),
                          "reply_matches": res.text == reply, "folded": len(w.folded) if w else 0,
                          "clipped": len(w.clipped) if w else 0, "recalled": len(w.recalled) if w else 0,
-                         "num_predict": w.num_predict if w else None, "reply_left_in_queue": leftover})
+                         "num_predict": w.num_predict if w else None, "reply_left_in_queue": leftover,
+                         **window_waste(w, q)})
             if t % 50 == 0:
                 c.log(f"  turn {t}: window {rows[-1]['window_total']}, prompt_tokens {res.prompt_tokens}, "
                       f"ask {rows[-1]['ask_ms']:.0f} ms")
@@ -443,6 +445,47 @@ def bench_session(folder: Path, embedder: str, script: list[tuple[str, str]], se
         conv.close()
         svc.close()
     return summarise_session(rows, budget, embedder, server.summaries - summaries0, versions, ratio)
+
+
+def waste_summary(rows: list[dict]) -> dict:
+    total = sum(r["total_tokens"] for r in rows)
+    retrieved = sum(r["retrieved_tokens"] for r in rows)
+    repeated = sum(r["repeated_tokens"] for r in rows)
+    return {"retrieved_share_of_window": round(retrieved / total, 4) if total else 0.0,
+            "distinct_retrieved_share_of_window": round((retrieved - repeated) / total, 4) if total else 0.0,
+            "repeated_share_of_retrieved": round(repeated / retrieved, 4) if retrieved else 0.0,
+            "turns_with_a_repeat": sum(r["repeated_pieces"] > 0 for r in rows),
+            "repeated_pieces": sum(r["repeated_pieces"] for r in rows),
+            "retrieved_pieces": sum(r["retrieved_pieces"] for r in rows)}
+
+
+def window_waste(w, question: str) -> dict:
+    """What of the window's retrieved content (memories and past messages) was there already or
+    twice: the question itself, a text of the last turns, another retrieved piece with the same
+    words. Computed from the window alone (any Kelvin version), not from Kelvin's own count."""
+    import re
+
+    if w is None:
+        return {"retrieved_tokens": 0, "repeated_tokens": 0, "repeated_pieces": 0, "retrieved_pieces": 0,
+                "total_tokens": 0}
+
+    def words(text: str) -> str:
+        return " ".join(re.findall(r"\w+", text.casefold()))
+
+    seen = {words(question)} | {words(m["content"]) for m in w.messages[1:] if m.get("role") in ("user", "assistant")}
+    pieces = [x.text for x in w.memories] + [x.text for x in w.recalled]
+    repeated = chars = 0
+    rep_chars = 0
+    for text in pieces:
+        key = words(text)
+        chars += len(text)
+        if key in seen:
+            repeated += 1
+            rep_chars += len(text)
+        seen.add(key)
+    retrieved = w.tokens.get("memories", 0)
+    return {"retrieved_tokens": retrieved, "repeated_pieces": repeated, "retrieved_pieces": len(pieces),
+            "repeated_tokens": round(retrieved * rep_chars / chars) if chars else 0, "total_tokens": w.total}
 
 
 def summarise_session(rows: list[dict], budget, embedder: str, summaries: int, versions: int, ratio: float) -> dict:
@@ -491,6 +534,7 @@ def summarise_session(rows: list[dict], budget, embedder: str, summaries: int, v
         "turns_with_folded_recent": sum(r["folded"] > 0 for r in rows),
         "turns_with_clipped_text": sum(r["clipped"] > 0 for r in rows),
         "recalled_in_window_p50": float(np.median([r["recalled"] for r in rows])),
+        "window_waste": waste_summary(rows),
         "background_summary_calls": summaries,
         "calibration_ratio_at_end": round(ratio, 3),
         "table_versions_at_end": versions,

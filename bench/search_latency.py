@@ -114,7 +114,7 @@ def what_if(svc, ix, pairs, k, limit, w) -> dict:
     def no_fetch(q, v):  # svc.search minus the final messages() round trip
         t = ix.search_text(q, "", limit)
         vv = ix.search_vector(v, "", limit)
-        return fuse([[c.candidate(x) for x, _ in t], [c.candidate(x) for x, _ in vv]], q)[:k]
+        return fuse([c.candidate(x, s) for x, s in t], [c.candidate(x, d, True) for x, d in vv], q)[:k]
 
     out["hybrid_without_fetch"] = c.time_calls(no_fetch, pairs, w)
     out.update(parallel_what_ifs(ix, pairs, k, limit, w))
@@ -153,26 +153,28 @@ def parallel_what_ifs(ix, pairs, k, limit, w) -> dict:
     pool = ThreadPoolExecutor(2)
 
     def text_leg(q):
-        return ix._chunks.search(MatchQuery(q, "text"), query_type="fts").select(_CHUNK_COLS + ["_score"]) \
+        return ix._chunks.search(MatchQuery(q, "search_text"), query_type="fts").select(_CHUNK_COLS + ["_score"]) \
             .limit(limit).to_list()
 
     def vector_leg(v):
         return ix._chunks.search(v, vector_column_name="vector").distance_type("cosine") \
             .select(_CHUNK_COLS + ["_distance"]).limit(limit).to_list()
 
-    def as_cands(rows):
-        return [Candidate(r["message_id"], r["ts_ms"], r["text"]) for r in rows]
+    def as_cands(rows, key, distance=False):
+        return [Candidate(r["message_id"], r["ts_ms"], r["text"], score=(1.0 - r[key]) if distance else r[key])
+                for r in rows]
 
     def parallel_fetch(q, v):
         ft, fv = pool.submit(ix.search_text, q, "", limit), pool.submit(ix.search_vector, v, "", limit)
-        fused = fuse([[c.candidate(x) for x, _ in ft.result()], [c.candidate(x) for x, _ in fv.result()]], q)[:k]
+        fused = fuse([c.candidate(x, s) for x, s in ft.result()], [c.candidate(x, d, True) for x, d in fv.result()],
+                     q)[:k]
         found = ix.messages([f.message_id for f in fused])
         return [found[f.message_id] for f in fused if f.message_id in found]
 
     def parallel_full_rows(q, v):
         ft, fv = pool.submit(text_leg, q), pool.submit(vector_leg, v)
         rows_t, rows_v = ft.result(), fv.result()
-        fused = fuse([as_cands(rows_t), as_cands(rows_v)], q)[:k]
+        fused = fuse(as_cands(rows_t, "_score"), as_cands(rows_v, "_distance", True), q)[:k]
         whole = {r["message_id"]: r for r in rows_t + rows_v if r["n_chunks"] == 1}
         rest = ix.messages([f.message_id for f in fused if f.message_id not in whole])
         return [from_rows([whole[f.message_id]]) if f.message_id in whole else rest.get(f.message_id)

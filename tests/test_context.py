@@ -132,9 +132,10 @@ def test_the_window_stays_under_budget_whatever_is_thrown_at_it(ratio, offered):
     for num_ctx in (1024, 2048, 8192, 32768):
         budget = Budget(num_ctx=num_ctx)
         w = pack(Ingredients(system="You are Kelvin. " * 10, question=big, brief=big, settings=("a = 1",) * 500,
-                             memories=tuple(Memory(f"k_{i}", "p", big, "fact", T0) for i in range(5)),
-                             recalled=tuple(msg(i, big) for i in range(20)),
-                             recent=tuple(msg(100 + i, big, "user" if i % 2 == 0 else "assistant") for i in range(6)),
+                             memories=tuple(Memory(f"k_{i}", "p", f"fact {i} " + big, "fact", T0) for i in range(5)),
+                             recalled=tuple(msg(i, f"message {i} " + big) for i in range(20)),
+                             recent=tuple(msg(100 + i, f"turn {i} " + big, "user" if i % 2 == 0 else "assistant")
+                                          for i in range(6)),
                              tools=offered),
                  budget, cal)
         sent = cal.scale(estimate_messages(w.messages)) + (cal.scale(offered) if w.tools else 0)  # what the model counts
@@ -145,6 +146,26 @@ def test_the_window_stays_under_budget_whatever_is_thrown_at_it(ratio, offered):
             assert w.recalled and "## From earlier" in w.messages[0]["content"]  # memories still get room
     with pytest.raises(ValueError):
         Budget(num_ctx=512)
+
+
+def test_the_window_holds_nothing_twice():
+    brief = "## Where the project stands\nForest shot: GI clamp 10."
+    question = msg(50, "What GI clamp did we settle on for the forest?")
+    recent = (msg(40, "Let us look at the fog next.", "user"), msg(41, "Raise the fog density to 0.02.", "assistant"))
+    recalled = (msg(1, "what GI clamp did we settle on for the forest"),  # the same question, asked before
+                msg(2, "We settled on GI clamp 10 for the forest shot."),
+                msg(3, "We settled on GI clamp 10 for the forest shot!"),  # the same words again
+                msg(41, "Raise the fog density to 0.02.", "assistant"),  # in the last turns already
+                msg(4, "Raise the fog density to 0.02"),  # ... and in other words? no: the same words
+                msg(5, "Max samples 4000 on the forest."))
+    memories = (Memory("k_1", "p", brief, "brief", T0), Memory("k_2", "p", "Client wants warm light", "preference", T0),
+                Memory("k_3", "p", "client wants warm light.", "fact", T0))
+    w = pack(Ingredients(system="You are Kelvin.", question=question.text, question_id=question.id, brief=brief,
+                         memories=memories, recalled=recalled, recent=recent), Budget(num_ctx=8192))
+    assert [m.id for m in w.recalled] == ["m_2", "m_5"] and [m.id for m in w.memories] == ["k_2"]
+    assert w.repeats == 6
+    assert w.messages[0]["content"].count("GI clamp 10 for the forest shot") == 1
+    assert 0 < w.retrieved_share < 1
 
 
 def test_note_keeps_numbers_and_errors():

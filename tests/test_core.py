@@ -131,31 +131,37 @@ def test_artists_taxonomy_extends_the_bundled_one():
 
 
 # ---- fusion -----------------------------------------------------------------------------------------
-def test_rrf_rewards_agreement_and_dedupes_chunks():
-    a, b, c = (Candidate(x, 0, "") for x in "abc")
-    text = [a, Candidate("a", 0, "second chunk"), b, c]
-    vec = [b, c, a]
-    fused = fuse([text, vec])
-    assert [f.message_id for f in fused] == ["b", "a", "c"]
-    assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)  # a second chunk of `a` does not push b down
+def test_fusion_mixes_scaled_scores_and_a_message_counts_once():
+    text = [Candidate("a", 0, "", score=9.0), Candidate("a", 0, "second chunk", score=2.0),
+            Candidate("b", 0, "", score=5.0), Candidate("c", 0, "", score=1.0)]
+    vec = [Candidate("b", 0, "", score=0.9), Candidate("c", 0, "", score=0.8), Candidate("a", 0, "", score=0.5)]
+    fused = {f.message_id: f.score for f in fuse(text, vec)}
+    # full text scaled over a, b, c: 1, 0.5, 0 (a's second chunk does not count); vectors: 0, 1, 0.75
+    assert fused == pytest.approx({"a": 0.6 * 1 + 0.4 * 0, "b": 0.6 * 0.5 + 0.4 * 1, "c": 0.6 * 0 + 0.4 * 0.75})
+    assert [f.message_id for f in fuse(text, vec)] == ["b", "a", "c"]  # both legs agree on b
+    assert [f.message_id for f in fuse(text)] == ["a", "b", "c"]  # no vector leg: the full-text ranking
+    assert fuse([Candidate("x", 0, "", score=3.0)])[0].score == 1.0  # one candidate is its leg's best
+    assert fuse([], []) == []
 
 
 def test_verbatim_phrase_wins_and_recency_breaks_ties():
-    old = Candidate("old", 1000, "GI clamp 10 worked")
-    new = Candidate("new", 2000, "GI clamp 10 worked")
-    other = Candidate("other", 3000, "clamp the GI to about 10 or so")
-    fused = fuse([[other, old], [new]], query="GI clamp 10")
+    old = Candidate("old", 1000, "GI clamp 10 worked", score=2.0)
+    new = Candidate("new", 2000, "GI clamp 10 worked", score=2.0)
+    other = Candidate("other", 3000, "clamp the GI to about 10 or so", score=4.0)
+    fused = fuse([other, old, new], query="GI clamp 10")
     assert [f.message_id for f in fused][:2] == ["new", "old"]  # phrase matches beat `other`; newer first
     assert fused[-1].message_id == "other"
 
 
-def test_the_verbatim_bonus_needs_whole_words():
-    ten = Candidate("ten", 2000, "GI clamp 10 on the glass")
-    one = Candidate("one", 1000, "GI clamp 1 on the glass")
-    decimal = Candidate("dec", 3000, "GI clamp 1.5 on the glass")
-    fused = fuse([[ten, decimal, one]], query="GI clamp 1")
+def test_the_verbatim_bonus_needs_whole_words_and_archived_messages_count_a_little_less():
+    ten = Candidate("ten", 2000, "GI clamp 10 on the glass", score=3.0)
+    one = Candidate("one", 1000, "GI clamp 1 on the glass", score=1.0)
+    decimal = Candidate("dec", 3000, "GI clamp 1.5 on the glass", score=2.0)
+    fused = fuse([ten, decimal, one], query="GI clamp 1")
     assert fused[0].message_id == "one"
-    assert {f.message_id: round(f.score, 6) for f in fused}["ten"] == round(1 / 61, 6)
+    assert {f.message_id: round(f.score, 6) for f in fused}["ten"] == 1.0  # the best score, and no bonus
+    same = [Candidate("recent", 1000, "fog", score=1.0), Candidate("archived", 2000, "fog", True, score=1.0)]
+    assert [f.message_id for f in fuse(same)] == ["recent", "archived"]
 
 
 @pytest.mark.parametrize("text, host, priority", [
@@ -168,3 +174,13 @@ def test_the_verbatim_bonus_needs_whole_words():
 def test_host_app_and_priority_tags(tagger, text, host, priority):
     tags = tagger.tag(text)
     assert (tags.host_app, tags.priority) == (host, priority)
+
+
+# ---- what a search matched, for the browser ------------------------------------------------------------
+def test_the_words_a_search_matched_are_found_stem_and_all():
+    from app.core.highlight import spans
+
+    text = "The point cloud flickers; flickering stops with GI clamp 10, not 100. Clamped."
+    got = [text[a:b] for a, b in spans(text, "what makes the cloud flicker at GI clamp 10?")]
+    assert got == ["cloud", "flickers", "flickering", "GI", "clamp", "10", "Clamped"]  # not "The", not "100"
+    assert spans("nothing here", "the of and") == [] and spans("", "flicker") == []

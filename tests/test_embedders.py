@@ -8,6 +8,7 @@ import time
 import pytest
 
 from app.memory.embedders import EmbedderUnavailable, OllamaEmbedder, SentenceTransformerEmbedder, bundled_minilm_path
+from app.memory.index import INDEX_FORMAT
 from tests.support.ollama_server import OllamaTestServer, embed_text
 
 
@@ -58,8 +59,8 @@ def test_vectors_find_what_full_text_cannot(ollama, make_service):
     svc.commit("The camera focal length is 50mm")
     svc.flush()
     assert svc.store().index.vector_dim() == 64 and svc.store().index.count_without_vectors() == 0
-    assert svc.search("firefly caustic", k=1, query_vector=None)[0].message.id == target.id  # no shared token
-    text_only = svc.store().index.search_text("firefly caustic", "", 5)
+    assert svc.search("glas caustix", k=1, query_vector=None)[0].message.id == target.id  # no shared word or stem
+    text_only = svc.store().index.search_text("glas caustix", "", 5)
     assert text_only == []
 
 
@@ -145,7 +146,7 @@ def test_indexes_built_by_upkeep_give_the_same_answers(ollama, make_service, mon
     before = [[h.message.id for h in svc.search(q, 10, f)] for q, f in queries]
     svc.maintain()
     built = {c for i in svc.store().index._chunks.list_indices() for c in i.columns}
-    assert {"domain", "type", "engine", "ts_ms", "vector", "text", "message_id"} <= built
+    assert {"domain", "type", "engine", "ts_ms", "vector", "search_text", "message_id"} <= built
     after = [svc.search(q, 10, f) for q, f in queries]
     for b, a in zip(before, after):
         # many near-identical notes: compaction refreshes BM25 statistics and the ANN index may
@@ -156,3 +157,48 @@ def test_indexes_built_by_upkeep_give_the_same_answers(ollama, make_service, mon
     assert all(h.message.tags.domain == "camera" for h in after[2])
     assert all(h.message.tags.type == "setting" for h in after[3])
     assert all(h.message.ts_ms >= 1_700_000_000_000 + 600 * 60_000 for h in after[4])
+
+
+def test_an_index_from_before_stemming_is_rebuilt_once_and_keeps_its_vectors(ollama, make_service):
+    """An index written by an older Kelvin (full text on the bare text, no stemming, INDEX_FORMAT 1) is
+    rebuilt when the project is next opened for writing: stemmed search with the speaker and the
+    message before, and the vectors already made are kept, not embedded again."""
+    import lancedb
+    from lancedb.index import FTS
+
+    from app.memory.store import Projections
+
+    svc = make_service(embedder="ollama:nomic-embed-text", ollama_host=ollama.host)
+    flicker, _ = svc.commit("The point cloud flickers between frames 40 and 60")
+    svc.commit("Try a longer shutter on the camera")
+    svc.flush()
+    folder = svc.store().folder
+    svc.close()
+    db = lancedb.connect(str(folder / "memory.lance"))
+    chunks = db.open_table("chunks")
+    chunks.drop_columns(["search_text"])
+    chunks.create_index("text", config=FTS(with_position=False, stem=False, remove_stop_words=False),
+                        replace=True)  # the old index: lower-cased words, nothing more
+    state = folder / "journal" / "projections.json"
+    old = Projections.load(state)
+    Projections(markdown_seq=old.markdown_seq, index_seq=old.index_seq, embedder=old.embedder,
+                seen_seq=old.seen_seq, index_format=1).save(state)
+
+    reader = make_service(embedder="ollama:nomic-embed-text", ollama_host=ollama.host)
+    assert reader.store().behind()  # a reader knows the index is out of date before its first read
+    assert reader.store().index.search_text("flicker", "", 5) == []  # the old index: no stemming
+    reader.close()
+    def embedded() -> list[str]:  # the texts embedded so far, less the embedder's dimension probes
+        return [t for r in ollama.requests_to("/api/embed") for t in r["input"] if not t.endswith("dimension probe")]
+
+    embedded_before = embedded()
+    assert len(embedded_before) == 2
+    again = make_service(embedder="ollama:nomic-embed-text", ollama_host=ollama.host)
+    again.open()
+    assert again.store().state.index_format == INDEX_FORMAT
+    assert embedded() == embedded_before  # no message embedded again
+    assert again.store().index.count_without_vectors() == 0
+    found = [row["message_id"] for row, _ in again.store().index.search_text("flicker", "", 5)]
+    assert found[0] == flicker.id  # stemmed ("flickers"); the next message holds it as context, ranked below
+    again.close()
+    assert not make_service(embedder="ollama:nomic-embed-text", ollama_host=ollama.host).store().behind()

@@ -14,6 +14,7 @@ import pytest
 
 from app.core.fusion import Candidate, fuse
 from app.core.records import RecordError
+from app.memory.index import INDEX_FORMAT
 from app.memory.journal import Journal
 from app.memory.store import Projections
 
@@ -195,12 +196,12 @@ def test_a_crash_in_the_middle_of_a_rollover_is_mended_by_the_replay(make_servic
 
 
 def test_archived_messages_rank_below_recent_ones_that_match_as_well(service):
-    old, _ = service.commit("dome light exposure 2", ts_ms=_at(DAY2, "10:00"))
-    new, _ = service.commit("dome light exposure 2 on the studio set today", ts_ms=_at(TODAY, "10:00"))
+    old, _ = service.commit("dome light exposure 2 on the set", ts_ms=_at(DAY2, "10:00"))
+    new, _ = service.commit("dome light exposure 2 on the set", ts_ms=_at(TODAY, "08:00"))  # said again today
+    service.commit("dome light exposure 3", ts_ms=_at(TODAY, "10:00"))
     service.flush()
-    assert [h.message.id for h in service.search("dome light exposure", k=2)] == [old.id, new.id]  # shorter wins
     service.roll_over(None, TODAY)
-    assert [h.message.id for h in service.search("dome light exposure", k=2)] == [new.id, old.id]
+    assert [h.message.id for h in service.search("dome light exposure 2", k=3)][:2] == [new.id, old.id]
 
     said, _ = service.commit("Octane GI clamp 10 on the hero shot", ts_ms=_at(DAY2, "11:00"))
     vague, _ = service.commit("clamp the GI to about 10 or so", ts_ms=_at(TODAY, "11:00"))
@@ -209,17 +210,18 @@ def test_archived_messages_rank_below_recent_ones_that_match_as_well(service):
     assert [h.message.id for h in service.search("GI clamp 10", k=2)] == [said.id, vague.id]  # verbatim first
 
 
-def test_fusion_lowers_archived_candidates_but_not_their_verbatim_vote():
-    old = Candidate("old", 1000, "dome light exposure 2", archived=True)
-    new = Candidate("new", 2000, "dome light exposure 2 on the set")
-    assert [f.message_id for f in fuse([[replace(old, archived=False), new]])] == ["old", "new"]
-    assert [f.message_id for f in fuse([[old, new]])] == ["new", "old"]  # one rank apart: the recent one first
+def test_fusion_lowers_archived_candidates_but_not_their_verbatim_bonus():
+    old = Candidate("old", 1000, "dome light exposure 2", archived=True, score=2.0)
+    new = Candidate("new", 2000, "dome light exposure 2 on the set", score=2.0)
+    other = Candidate("other", 3000, "exposure", score=1.0)
+    assert [f.message_id for f in fuse([replace(old, archived=False, ts_ms=3000), new, other])][:2] == ["old", "new"]
+    assert [f.message_id for f in fuse([replace(old, ts_ms=3000), new, other])][:2] == ["new", "old"]  # as good: the recent one
     # a message that says the query word for word beats a recent one that does not, even archived
-    # and ranked below it in both lists
-    said = Candidate("said", 1000, "GI clamp 10 on the hero", archived=True)
-    vague = Candidate("vague", 2000, "clamp the GI to about 10")
-    assert [f.message_id for f in fuse([[vague, said], [vague, said]], "GI clamp 10")] == ["said", "vague"]
-    assert [f.message_id for f in fuse([[old, new]], archived_weight=1.0)] == ["old", "new"]
+    # and scored below it in both legs
+    said = Candidate("said", 1000, "GI clamp 10 on the hero", archived=True, score=1.0)
+    vague = Candidate("vague", 2000, "clamp the GI to about 10", score=3.0)
+    assert [f.message_id for f in fuse([vague, said], [vague, said], "GI clamp 10")] == ["said", "vague"]
+    assert [f.message_id for f in fuse([replace(old, ts_ms=3000), new, other], archived_weight=1.0)][:2] == ["old", "new"]
 
 
 def test_a_replay_from_scratch_leaves_edited_archived_messages_where_they_are(make_service):
@@ -249,7 +251,8 @@ def test_an_index_replay_does_not_roll_the_markdown_over_again(make_service):
     assert late.id in after["lighting.md"]
     last = _ops(folder)[-1].seq
     svc.close()
-    Projections(markdown_seq=last, index_seq=0, embedder="none").save(folder / "journal" / "projections.json")
+    Projections(markdown_seq=last, index_seq=0, embedder="none", index_format=INDEX_FORMAT).save(
+        folder / "journal" / "projections.json")
     again = make_service()
     again.open()
     assert _layout(folder) == after  # the index caught up; the Markdown, already there, was left alone

@@ -55,13 +55,13 @@ def test_a_switch_with_a_search_typed_shows_only_the_new_project(qtbot, window):
         seen = Seen(w)
         _open_browser(qtbot, w)
         qtbot.keyClicks(w.memory.search, "GI clamp")
-        qtbot.waitUntil(lambda: w.memory.count.text() == "30 best matches for “GI clamp”", timeout=10_000)
+        qtbot.waitUntil(lambda: w.memory.count.text() == "30 matches for “GI clamp”, best first", timeout=10_000)
         w.switch_project("perfume")
-        qtbot.waitUntil(lambda: w.memory.count.text() == "5 best matches for “GI clamp”", timeout=10_000)
+        qtbot.waitUntil(lambda: w.memory.count.text() == "5 matches for “GI clamp”, best first", timeout=10_000)
         assert w.memory.model.rowCount() == 5 and w.windowTitle() == "Kelvin — perfume"
         qtbot.waitUntil(lambda: w.memory.settings.count.text().startswith("1 settings"), timeout=10_000)
         w.switch_project("default")  # and back: the counts are this project's, not 0
-        qtbot.waitUntil(lambda: w.memory.count.text() == "30 best matches for “GI clamp”", timeout=10_000)
+        qtbot.waitUntil(lambda: w.memory.count.text() == "30 matches for “GI clamp”, best first", timeout=10_000)
         qtbot.waitUntil(lambda: w.memory.settings.count.text().startswith("1 settings"), timeout=10_000)
         assert seen.rows and seen.foreign() == []
 

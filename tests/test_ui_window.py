@@ -234,7 +234,7 @@ def test_without_a_gpu_the_gpu_view_says_so_and_nothing_clickable_does_nothing(q
 
 
 def test_the_memory_browser_lists_searches_and_filters_with_rows_fetched_a_page_at_a_time(qtbot, window, qtmodeltester):
-    from app.ui.memory_view import PAGE, IdRole
+    from app.ui.memory_view import PAGE, IdRole, MarkedRole
 
     with OllamaTestServer() as srv:
         w = window(srv)
@@ -256,8 +256,13 @@ def test_the_memory_browser_lists_searches_and_filters_with_rows_fetched_a_page_
         qtmodeltester.check(model)
         # search as you type (debounced), whole messages ranked
         qtbot.keyClicks(w.memory.search, "GI clamp 17")
-        qtbot.waitUntil(lambda: w.memory.count.text().startswith(f"{model.rowCount()} best matches"), timeout=10_000)
+        qtbot.waitUntil(lambda: w.memory.count.text() == f"{(PAGE + 30) // 2} matches for “GI clamp 17”, best first",
+                        timeout=10_000)
+        assert model.rowCount() == (PAGE + 30) // 2  # the matches, not the whole project
         assert model.index(0, 4).data() == "Octane note 17: GI clamp 17"
+        mark = '<b style="color:#e0914f">{}</b>'.format
+        assert model.index(0, 4).data(MarkedRole) == f"Octane note {mark(17)}: {mark('GI')} {mark('clamp')} {mark(17)}"
+        w.memory.table.viewport().grab()  # the marked preview paints
         # a filter narrows the list
         w.memory.search.clear()
         box = w.memory.filters["engine"]

@@ -70,6 +70,47 @@ class Window:
     clipped: tuple[str, ...]  # ids of texts that went in cut, with a marker
     num_predict: int
     tools: bool = False  # whether the tool schemas fit (and were counted): offer them only then
+    repeats: int = 0  # retrieved texts left out because the window already held them (or their twin)
+
+    @property
+    def retrieved_share(self) -> float:
+        """The share of the window that is retrieved content, every piece of it distinct."""
+        return self.tokens.get("memories", 0) / self.total if self.total else 0.0
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def same_words(text: str) -> str:
+    """A text reduced to its words, lower-cased: two messages that say the same thing in the same
+    words ("What GI clamp did we settle on?" asked twice) reduce to the same string."""
+    return " ".join(_WORDS.findall(text.casefold()))
+
+
+def distinct(ing: Ingredients) -> tuple[tuple[Memory, ...], tuple[Message, ...], int]:
+    """The memories and past messages worth their room: nothing the window holds already (the last
+    turns, the question, the pinned brief) and nothing twice (a question asked again, a message
+    kept as a memory too). Returns them and how many were left out."""
+    seen = {same_words(ing.question)} | {same_words(m.text) for m in ing.recent}
+    if ing.brief.strip():
+        seen.add(same_words(ing.brief))
+    skip_ids = {m.id for m in ing.recent} | {ing.question_id}
+    memories, recalled, repeats = [], [], 0
+    for m in ing.memories:
+        words = same_words(m.text)
+        if words in seen or (m.category == "brief" and ing.brief.strip()):  # the brief is pinned already
+            repeats += 1
+            continue
+        seen.add(words)
+        memories.append(m)
+    for m in ing.recalled:
+        words = same_words(m.text)
+        if m.id in skip_ids or words in seen:
+            repeats += 1
+            continue
+        seen.add(words)
+        recalled.append(m)
+    return tuple(memories), tuple(recalled), repeats
 
 
 def when(ts_ms: int) -> str:
@@ -159,11 +200,11 @@ def pack(ing: Ingredients, budget: Budget = Budget(), cal: Calibration | None = 
 
     # memories get the rest: curated ones first (short, durable), then whole past messages
     room = max(0, rest - tokens["settings"] - tokens["brief"] - tokens["recent"])
-    skip = {m.id for m in ing.recent} | {ing.question_id}
-    mem_items = [(m, f"- ({m.category}, {when(m.ts_ms)}) {m.text}") for m in ing.memories]
+    kept_memories, kept_messages, repeats = distinct(ing)
+    mem_items = [(m, f"- ({m.category}, {when(m.ts_ms)}) {m.text}") for m in kept_memories]
     memories, mem_lines, used_mem = _fill(mem_items, int(room * budget.memories_share), cal,
                                           "the whole memory is {id}", clipped)
-    msg_items = [(m, f"- [{source_line(m)}] {m.text}") for m in ing.recalled if m.id not in skip]
+    msg_items = [(m, f"- [{source_line(m)}] {m.text}") for m in kept_messages]
     recalled, msg_lines, used_msg = _fill(msg_items, room - used_mem, cal,
                                           "the whole message is in memory as {id}", clipped)
     tokens["memories"] = used_mem + used_msg
@@ -218,7 +259,7 @@ def pack(ing: Ingredients, budget: Budget = Budget(), cal: Calibration | None = 
     return Window(messages=messages, tokens=tokens, total=total, memories=tuple(memories),
                   recalled=tuple(recalled), folded=tuple(folded),
                   clipped=tuple(clipped), num_predict=max(budget.reserve, budget.num_ctx - total - budget.num_ctx // 32),
-                  tools=tools_on)
+                  tools=tools_on, repeats=repeats)
 
 
 def _recent(ing: Ingredients, cap: int, cal: Calibration, clipped: list[str]) -> tuple[list[dict], list[str], int]:

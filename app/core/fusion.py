@@ -1,21 +1,24 @@
-"""Rank fusion for hybrid search: full-text and vector results become one ranking.
+"""Fusion for hybrid search: the full-text and the vector results become one ranking.
 
-Reciprocal rank fusion (Cormack et al., 2009) over ranked lists of message ids, with two
-refinements: a message that contains the query verbatim counts as an extra first-place vote
-(so ``GI clamp 10`` beats a message that merely mentions clamps and tens), and recency breaks ties.
-Archived messages (from before the project's last day rollover) stay findable, but their rank
-votes count a little less, so a recent message that matches as well comes first; their verbatim
-vote counts in full, so a message that says the query word for word still beats one that does not.
+Each leg's scores are scaled to 0..1 over its own candidates (BM25 as it comes; the vector leg's
+cosine similarity), then mixed: ``TEXT_WEIGHT`` of the full-text score, the rest of the vector
+score. On LoCoMo's conversations this beat reciprocal rank fusion by 0.05 in evidence recall@10
+(docs/benchmarks.md §12): a small embedder's ranks are weak votes, its scores say how sure it is.
+Two refinements: a message that contains the query verbatim gets a bonus (so ``GI clamp 10`` beats
+a message that merely mentions clamps and tens), and recency breaks ties. Archived messages (from
+before the project's last day rollover) stay findable, but their score counts a little less, so a
+recent message that matches as well comes first; the verbatim bonus counts in full, so a message
+that says the query word for word still beats one that does not.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-RRF_K = 60
-# an archived message's rank votes count this much (its verbatim vote in full): about one place in one
-# list, so a recent message that matches as well comes first. bench/recall.py --roll-over: 0.85 cost
-# recall (older answers sank), 0.98 was even or better
+TEXT_WEIGHT = 0.6  # the full-text leg's share of the mix; the vector leg has the rest
+VERBATIM_BONUS = 1.25  # more than any mixed score (at most 1): the whole query said word for word always wins
+# an archived message's score counts this much (its verbatim bonus in full): a recent message that
+# matches as well comes first. bench/recall.py --roll-over: 0.85 cost recall, 0.98 was even or better
 ARCHIVED_WEIGHT = 0.98
 
 
@@ -25,6 +28,7 @@ class Candidate:
     ts_ms: int
     text: str = ""
     archived: bool = False  # said before the project's last day rollover
+    score: float = 0.0  # the leg's own, higher is better: BM25, or cosine similarity
 
 
 @dataclass(frozen=True)
@@ -38,28 +42,36 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text.casefold()).strip()
 
 
-def fuse(ranked_lists: list[list[Candidate]], query: str = "", k: int = RRF_K,
-         archived_weight: float = ARCHIVED_WEIGHT) -> list[Fused]:
-    """Fuse ranked lists (best first). A message appearing several times in a list (several
-    chunks) counts once, at its best rank. The rank votes of archived candidates are multiplied
-    by ``archived_weight``."""
-    scores: dict[str, float] = {}
+def _scaled(leg: list[Candidate]) -> dict[str, float]:
+    """A leg's scores scaled to 0..1 over its candidates; a message's best chunk counts."""
+    best: dict[str, float] = {}
+    for cand in leg:
+        best[cand.message_id] = max(best.get(cand.message_id, cand.score), cand.score)
+    if not best:
+        return {}
+    low, high = min(best.values()), max(best.values())
+    if high - low < 1e-12:
+        return {mid: 1.0 for mid in best}
+    return {mid: (s - low) / (high - low) for mid, s in best.items()}
+
+
+def fuse(text: list[Candidate], vector: list[Candidate] = (), query: str = "", text_weight: float | None = None,
+         archived_weight: float | None = None) -> list[Fused]:
+    """Mix the legs' scaled scores (the full-text leg alone when there is no vector leg), best first.
+    The weights default to the module's ``TEXT_WEIGHT`` and ``ARCHIVED_WEIGHT``."""
+    text_weight = TEXT_WEIGHT if text_weight is None else text_weight
+    archived_weight = ARCHIVED_WEIGHT if archived_weight is None else archived_weight
+    t, v = _scaled(list(text)), _scaled(list(vector))
+    share = text_weight if v else 1.0
     ts: dict[str, int] = {}
     texts: dict[str, list[str]] = {}
     archived: set[str] = set()
-    for ranked in ranked_lists:
-        seen: set[str] = set()
-        rank = 0
-        for cand in ranked:
-            texts.setdefault(cand.message_id, []).append(cand.text)
-            if cand.archived:
-                archived.add(cand.message_id)
-            if cand.message_id in seen:
-                continue
-            seen.add(cand.message_id)
-            rank += 1
-            scores[cand.message_id] = scores.get(cand.message_id, 0.0) + 1.0 / (k + rank)
-            ts[cand.message_id] = max(ts.get(cand.message_id, cand.ts_ms), cand.ts_ms)
+    for cand in [*text, *vector]:
+        ts[cand.message_id] = max(ts.get(cand.message_id, cand.ts_ms), cand.ts_ms)
+        texts.setdefault(cand.message_id, []).append(cand.text)
+        if cand.archived:
+            archived.add(cand.message_id)
+    scores = {mid: share * t.get(mid, 0.0) + (1.0 - share) * v.get(mid, 0.0) for mid in ts}
     for mid in archived:
         scores[mid] *= archived_weight
     phrase = normalise(query)
@@ -68,7 +80,7 @@ def fuse(ranked_lists: list[list[Candidate]], query: str = "", k: int = RRF_K,
         verbatim = re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w|[.,]\d)")
         for mid, parts in texts.items():
             if any(verbatim.search(normalise(p)) for p in parts):
-                scores[mid] += 1.0 / (k + 1)
+                scores[mid] += VERBATIM_BONUS
     fused = [Fused(mid, s, ts[mid]) for mid, s in scores.items()]
     fused.sort(key=lambda f: (-round(f.score, 12), -f.ts_ms, f.message_id))
     return fused

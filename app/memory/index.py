@@ -4,6 +4,13 @@ A projection of the journal (rebuildable at any time). Each chunk row carries it
 metadata so searches filter before ranking; whole messages are put back together from their
 chunks. Vectors are optional per row: a row whose embedding is not there yet is still found by
 full-text search, and gets its vector when the embedder is back.
+
+Full-text search reads ``search_text``, not the text as said: who said it, the chunk, and — for a
+message's first chunk — the message before it in the conversation (the question an answer answers),
+stemmed and without stop words, so "flicker" finds "flickers" and "what did Caroline research"
+finds her answer to "what have you been reading up on?". On LoCoMo this took evidence recall@10
+of the full-text leg from 0.52 to 0.73 (docs/benchmarks.md §12). ``INDEX_FORMAT`` numbers this
+layout; an index made by an older Kelvin is rebuilt once.
 """
 from __future__ import annotations
 
@@ -26,12 +33,18 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 
 CHUNKS = "chunks"
 MEMORIES = "memories"
+INDEX_FORMAT = 2  # 2: search_text (speaker, chunk, the message before), stemmed, no stop words
+# English stemming ("flickers" finds "flicker") and no stop words ("what did she do" is "she do")
+FTS_OPTIONS = dict(with_position=False, language="English", stem=True, remove_stop_words=True, lower_case=True,
+                   ascii_folding=True)
+CONTEXT_CHARS = 600  # of the message before, in a first chunk's search_text
 VECTOR_INDEX_MIN_ROWS = 5_000  # a flat scan of 10k vectors already takes ~10 ms; the index builds in ~2 s
 FILTER_INDEX_MIN_ROWS = 5_000  # below this a prefilter scan is cheap
 KEEP_OLD_VERSIONS = timedelta(minutes=1)  # readers in other processes may still be on a recent version
 
 _CHUNK_COLS = ["chunk_id", "message_id", "chunk_index", "n_chunks", "project", "conversation_id", "turn_id",
-               "role", "speaker", "ts_ms", "domain", "type", "engine", "host_app", "priority", "status", "text"]
+               "role", "speaker", "ts_ms", "domain", "type", "engine", "host_app", "priority", "status", "text",
+               "search_text"]
 _LEG_COLS = ["message_id", "ts_ms", "text", "n_chunks", "status"]  # what ranking needs; winners are fetched whole
 _MEMORY_COLS = ["id", "project", "text", "category", "ts_ms", "source_id"]
 
@@ -93,7 +106,32 @@ def _memory_schema(dim: int) -> pa.Schema:
     return pa.schema(fields)
 
 
-def message_rows(m: Message) -> list[dict]:
+def said_by(speaker: str) -> str:
+    """The name a message is said by, as searched and embedded: a person's name (an imported
+    conversation's "Caroline"), never Kelvin's own label with its model ("Kelvin (llama3.1:8b)")."""
+    return "" if not speaker or speaker.startswith("Kelvin") else speaker
+
+
+def search_text(speaker: str, part: str, before: str = "") -> str:
+    """What full-text search reads for one chunk: who said it, the chunk, the message before."""
+    who = said_by(speaker)
+    text = f"{who}: {part}" if who else part
+    return f"{text}\n\n{before}" if before else text
+
+
+def context_of(text: str) -> str:
+    """What of a message stands in the search_text of the message after it: its opening."""
+    return chunking.split(text)[0][:CONTEXT_CHARS]
+
+
+def embed_text(speaker: str, part: str) -> str:
+    """What the embedder reads for one chunk: who said it and the chunk."""
+    who = said_by(speaker)
+    return f"{who}: {part}" if who else part
+
+
+def message_rows(m: Message, before: str = "") -> list[dict]:
+    """The chunk rows of a message; ``before``: the text of the message before it in its conversation."""
     parts = chunking.split(m.text)
     return [
         {
@@ -101,7 +139,7 @@ def message_rows(m: Message) -> list[dict]:
             "project": m.project, "conversation_id": m.conversation_id, "turn_id": m.turn_id, "role": m.role,
             "speaker": m.speaker, "ts_ms": m.ts_ms, "domain": m.tags.domain, "type": m.tags.type,
             "engine": m.tags.engine or "", "host_app": m.tags.host_app or "", "priority": m.tags.priority,
-            "status": m.status, "text": part,
+            "status": m.status, "text": part, "search_text": search_text(m.speaker, part, before if i == 0 else ""),
         }
         for i, part in enumerate(parts)
     ]
@@ -137,12 +175,23 @@ class ProjectIndex:
         self._memories = self._db.open_table(MEMORIES) if MEMORIES in names else None
         self.writes_since_optimize = 0
         self._dim = self._read_dim()
-        if self._chunks is not None:
-            # indexes written before these columns existed: whole replies, no host app, normal priority
-            missing = {col: sql for col, sql in (("status", "CAST('' AS STRING)"), ("host_app", "CAST('' AS STRING)"),
-                                                 ("priority", "CAST(0 AS INT)")) if col not in self._chunks.schema.names}
-            if missing:
-                self._chunks.add_columns(missing)
+        # an index from before search_text (INDEX_FORMAT 1) is searched on its text until it is rebuilt
+        self._fts_column = "search_text" if self._chunks is None or "search_text" in self._chunks.schema.names \
+            else "text"
+        self._upgrade_columns()
+
+    def _cols(self) -> list[str]:
+        return _CHUNK_COLS if self._fts_column == "search_text" else _CHUNK_COLS[:-1]
+
+    def _upgrade_columns(self) -> None:
+        """Columns added since an index was written: whole replies, no host app, normal priority. A
+        reader of another process's index only reads (the writer upgrades, or rebuilds)."""
+        if self._chunks is None:
+            return
+        missing = {col: sql for col, sql in (("status", "CAST('' AS STRING)"), ("host_app", "CAST('' AS STRING)"),
+                                             ("priority", "CAST(0 AS INT)")) if col not in self._chunks.schema.names}
+        if missing:
+            self._chunks.add_columns(missing)
 
     # ---- schema ------------------------------------------------------------------------------------
     @property
@@ -162,10 +211,11 @@ class ProjectIndex:
         """Create (or recreate, empty) both tables for vectors of ``dim`` (0: none)."""
         self._chunks = self._db.create_table(CHUNKS, schema=_chunk_schema(dim), mode="overwrite")
         self._memories = self._db.create_table(MEMORIES, schema=_memory_schema(dim), mode="overwrite")
-        fts = self._FTS(with_position=True, stem=False, remove_stop_words=False, ascii_folding=True)
-        for tbl in (self._chunks, self._memories):
-            tbl.create_index("text", config=fts, replace=True)
+        fts = self._FTS(**FTS_OPTIONS)
+        self._chunks.create_index("search_text", config=fts, replace=True)
+        self._memories.create_index("text", config=fts, replace=True)
         self._chunks.create_index("message_id", config=self._BTree(), replace=True)
+        self._fts_column = "search_text"
         self._dim = dim
 
     def set_vector_dim(self, dim: int) -> None:
@@ -207,12 +257,47 @@ class ProjectIndex:
     def messages(self, ids: Sequence[str]) -> dict[str, Message]:
         if not ids:
             return {}
-        rows = (self._chunks.search().where(sql_in("message_id", ids)).select(_CHUNK_COLS)
+        rows = (self._chunks.search().where(sql_in("message_id", ids)).select(self._cols())
                 .limit(None).to_list())
         grouped: dict[str, list[dict]] = {}
         for r in rows:
             grouped.setdefault(r["message_id"], []).append(r)
         return {mid: message_from_rows(rs) for mid, rs in grouped.items()}
+
+    def around(self, conversation_id: str, since_ms: int, until_ms: int) -> list[dict]:
+        """The first chunks of a conversation's messages said in [since_ms, until_ms], oldest first, and
+        the one just before and just after that span (to set a message's neighbours' context)."""
+        conv = f"chunk_index = 0 AND conversation_id = {sql_str(conversation_id)}"
+        cols = ["message_id", "ts_ms", "text", "speaker", "n_chunks", "role", "project", "turn_id", "conversation_id",
+                "domain", "type", "engine", "host_app", "priority", "status"]
+
+        def rows(where: str) -> list[dict]:
+            return self._chunks.search().where(f"{conv} AND {where}").select(cols).limit(None).to_list()
+
+        inside = rows(f"ts_ms >= {int(since_ms)} AND ts_ms <= {int(until_ms)}")
+        before = rows(f"ts_ms < {int(since_ms)}")
+        after = rows(f"ts_ms > {int(until_ms)}")
+        edge = ([max(before, key=lambda r: (r["ts_ms"], r["message_id"]))] if before else []) + \
+               ([min(after, key=lambda r: (r["ts_ms"], r["message_id"]))] if after else [])
+        return sorted(inside + edge, key=lambda r: (r["ts_ms"], r["message_id"]))
+
+    def set_search_text(self, texts: dict[str, str]) -> None:
+        """New search_text for chunks (by chunk id): a message's neighbour changed."""
+        if not texts or self._fts_column != "search_text":
+            return
+        data = pa.table({"chunk_id": list(texts), "search_text": list(texts.values())})
+        self._chunks.merge_insert("chunk_id").when_matched_update_all().execute(data)
+        self.writes_since_optimize += 1
+
+    def old_vectors(self) -> dict[str, tuple[str, list[float]]]:
+        """Every chunk's vector with the text it was made from (to keep through a rebuild)."""
+        if not self.vector_dim() or self._chunks is None:
+            return {}
+        table = self._chunks.search().where("vector IS NOT NULL").select(["chunk_id", "speaker", "text", "vector"]) \
+            .limit(None).to_arrow()
+        made_from = [embed_text(s, t) if self._fts_column == "search_text" else t
+                     for s, t in zip(table.column("speaker").to_pylist(), table.column("text").to_pylist())]
+        return dict(zip(table.column("chunk_id").to_pylist(), zip(made_from, table.column("vector").to_pylist())))
 
     def message_ids(self) -> set[str]:
         """Every stored message id."""
@@ -240,10 +325,11 @@ class ProjectIndex:
 
     # ---- vectors -----------------------------------------------------------------------------------
     def chunks_without_vectors(self, limit: int) -> list[tuple[str, str]]:
+        """(chunk id, the text to embed) of chunks that have no vector yet."""
         if not self.vector_dim():
             return []
-        rows = self._chunks.search().where("vector IS NULL").select(["chunk_id", "text"]).limit(limit).to_list()
-        return [(r["chunk_id"], r["text"]) for r in rows]
+        rows = self._chunks.search().where("vector IS NULL").select(["chunk_id", "speaker", "text"]).limit(limit).to_list()
+        return [(r["chunk_id"], embed_text(r["speaker"], r["text"])) for r in rows]
 
     def count_without_vectors(self) -> int:
         return self._chunks.count_rows("vector IS NULL") if self.vector_dim() else self.count_chunks()
@@ -266,7 +352,7 @@ class ProjectIndex:
 
         if not query.strip():
             return []
-        q = self._chunks.search(MatchQuery(query, "text"), query_type="fts").with_row_id(True)
+        q = self._chunks.search(MatchQuery(query, self._fts_column), query_type="fts").with_row_id(True)
         if where:
             q = q.where(where, prefilter=True)
         rows = q.select(_LEG_COLS + ["_score"]).limit(limit).to_list()
@@ -287,7 +373,7 @@ class ProjectIndex:
         table is compacted, so callers check the ids they get back."""
         if not row_ids:
             return []
-        return self._chunks.take_row_ids(list(row_ids)).select(_CHUNK_COLS).to_list()
+        return self._chunks.take_row_ids(list(row_ids)).select(self._cols()).to_list()
 
     # ---- curated memories --------------------------------------------------------------------------
     def put_memories(self, memories: Sequence[Memory], vectors: dict[str, list[float]] | None = None,

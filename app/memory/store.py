@@ -37,7 +37,16 @@ from app.durable import refuse_links
 from app.core.extraction import Extractor
 from app.core.tagging import Tagger
 from app.memory.embedders import Embedder, EmbedderUnavailable
-from app.memory.index import CHUNKS, MEMORIES, ProjectIndex, message_rows
+from app.memory.index import (
+    CHUNKS,
+    INDEX_FORMAT,
+    MEMORIES,
+    ProjectIndex,
+    context_of,
+    embed_text,
+    message_rows,
+    search_text,
+)
 from app.memory.journal import Entry, Journal, JournalError
 from app.memory.markdown import MarkdownBook, before
 from app.memory.settings_book import SETTING_OPS, SettingsBook
@@ -104,6 +113,8 @@ class Projections:
     # the highest event number any projection has seen: new events are numbered above it, even if
     # the journal lost its tail
     seen_seq: int = 0
+    # the layout of the index (app.memory.index.INDEX_FORMAT); an older one is rebuilt once
+    index_format: int = 1
 
     @classmethod
     def load(cls, path: Path) -> "Projections":
@@ -114,7 +125,7 @@ class Projections:
             since = data.get("live_since_ms")
             return cls(int(data["markdown_seq"]), int(data["index_seq"]), str(data.get("embedder", "")),
                        rollovers, int(since) if since is not None else None, bool(data.get("rebuilding", False)),
-                       int(data.get("seen_seq") or 0))
+                       int(data.get("seen_seq") or 0), int(data.get("index_format") or 1))
         except FileNotFoundError:
             return cls()
         except (ValueError, KeyError, TypeError, IndexError, OSError):
@@ -190,7 +201,7 @@ class ProjectStore:
             return self.journal.last_seq()
         if not self.index.exists:
             self.index.create(self._embedder_dim())
-            self.state = replace(self.state, index_seq=0, embedder=self.embedder.spec)
+            self.state = replace(self.state, index_seq=0, embedder=self.embedder.spec, index_format=INDEX_FORMAT)
             self.state.save(self._state_path)
         elif self.state.embedder != self.embedder.spec:
             self._switch_embedder()
@@ -230,6 +241,8 @@ class ProjectStore:
             return f"the index and Markdown are ahead of the journal (event {ahead}, the journal ends at {last})"
         if last and not self.index.exists:
             return "the search index is missing"
+        if last and self.state.index_format < INDEX_FORMAT:
+            return "the search index was made by an older Kelvin (no stemming, no context)"
         return ""
 
     def behind(self) -> bool:
@@ -240,7 +253,8 @@ class ProjectStore:
         if last == 0:
             return False
         settled = min(self.state.index_seq, self.state.markdown_seq, self.settings.seq if self.settings else last)
-        return settled != last or self._index_gone()  # behind, ahead, or the index is gone
+        # behind, ahead, the index gone, or made by an older Kelvin
+        return settled != last or self._index_gone() or self.state.index_format < INDEX_FORMAT
 
     def _index_gone(self) -> bool:
         """Whether the index is missing; for the default local index without importing LanceDB
@@ -392,16 +406,58 @@ class ProjectStore:
             self.book.append(msgs)
         if ix_todo:
             msgs = [tagged[e.seq] for e in ix_todo]
-            rows = [row for m in msgs for row in message_rows(m)]
-            vectors = self._embed({row["chunk_id"]: row["text"] for row in rows})
-            self.index.put_messages(msgs, vectors, upsert=replay, rows=rows)
+            rows, neighbours = self._rows_in_context(msgs)
+            self.index.put_messages(msgs, self._embed_rows(rows), upsert=replay, rows=rows)
+            self.index.set_search_text(neighbours)
+
+    def _rows_in_context(self, msgs: list[Message]) -> tuple[list[dict], dict[str, str]]:
+        """The chunk rows of new messages, each first chunk's search_text with the message before it
+        in its conversation (from this batch or the index); and new search_text for the indexed
+        messages that now follow one of them (an older day imported into a conversation)."""
+        rows: list[dict] = []
+        neighbours: dict[str, str] = {}
+        by_conv: dict[str, list[Message]] = {}
+        for m in msgs:
+            by_conv.setdefault(m.conversation_id, []).append(m)
+        for conv, new in by_conv.items():
+            ids = {m.id for m in new}
+            indexed = [r for r in self.index.around(conv, min(m.ts_ms for m in new), max(m.ts_ms for m in new))
+                       if r["message_id"] not in ids]
+            # in the conversation's order: by time, then by id (as around() and rebuild order them, so
+            # that messages said in the same millisecond get the same neighbours whichever way they came)
+            line = sorted([(r["ts_ms"], r["message_id"], 0, r) for r in indexed]
+                          + [(m.ts_ms, m.id, 1, m) for m in new], key=lambda x: x[:2])
+            before = ""
+            for n, (_ts, _id, is_new, item) in enumerate(line):
+                if is_new:
+                    rows += message_rows(item, before)
+                    before = context_of(item.text)
+                else:
+                    if n and line[n - 1][2]:  # an indexed message now after a new one
+                        neighbours[f"{item['message_id']}#0"] = search_text(item["speaker"], item["text"], before)
+                    before = context_of(item["text"])
+        return rows, neighbours
+
+    def _recontext(self, conversation_id: str, ts_ms: int) -> None:
+        """Set again the search_text of the messages said at ``ts_ms`` and of the one after them, from
+        their neighbours as the index has them now (after an edit, a delete, a restore)."""
+        line = self.index.around(conversation_id, ts_ms, ts_ms)
+        texts = {f"{r['message_id']}#0": search_text(r["speaker"], r["text"], context_of(p["text"]))
+                 for p, r in zip(line, line[1:])}
+        self.index.set_search_text(texts)
+
+    def _embed_rows(self, rows: list[dict]) -> dict[str, list[float]]:
+        return self._embed({r["chunk_id"]: embed_text(r["speaker"], r["text"]) for r in rows})
 
     def _apply_one(self, entry: Entry, replay: bool) -> None:
         data = entry.data
         if entry.op == OP_MESSAGE_DELETE:
             if self._known is not None:
                 self._known.discard(data["id"])
+            gone = self.index.messages([data["id"]]).get(data["id"])
             self.index.delete_messages([data["id"]])
+            if gone is not None:  # the message after it now follows the one before it
+                self._recontext(gone.conversation_id, gone.ts_ms)
             self.book.remove(data["id"])
         elif entry.op == OP_MESSAGE_EDIT:
             old = self.index.messages([data["id"]]).get(data["id"])
@@ -410,14 +466,18 @@ class ProjectStore:
                 return
             new = self.to_message({**old.to_event(), "text": data["text"]})
             self.index.delete_messages([old.id])
-            self.index.put_messages([new], self._embed({r["chunk_id"]: r["text"] for r in message_rows(new)}))
+            rows = message_rows(new)
+            self.index.put_messages([new], self._embed_rows(rows), rows=rows)
+            self._recontext(new.conversation_id, new.ts_ms)  # its own context, and the next message's
             self.book.upsert(new, self._place(new.ts_ms))  # edited where it is, live or archived
         elif entry.op == OP_MESSAGE_RESTORE:
             msg = self.to_message(data)
             if self._known is not None:
                 self._known.add(msg.id)
             self.index.delete_messages([msg.id])  # idempotent on replay
-            self.index.put_messages([msg], self._embed({r["chunk_id"]: r["text"] for r in message_rows(msg)}))
+            rows = message_rows(msg)
+            self.index.put_messages([msg], self._embed_rows(rows), rows=rows)
+            self._recontext(msg.conversation_id, msg.ts_ms)
             self.book.upsert(msg, self._place(msg.ts_ms))  # back in its domain file (or archived day's), in time order
         elif entry.op == OP_DAY_ROLLOVER:
             cutoff = int(data["cutoff_ms"])
@@ -556,12 +616,21 @@ class ProjectStore:
                                  seen_seq=max(self._projected_seq(), last))
         self.state.save(self._state_path)
         self._known = None
+        kept = self._vectors_to_keep()
         self.index.create(self._embedder_dim())
         ordered = sorted(messages.values(), key=lambda m: m.ts_ms)  # stable: ties keep journal order
+        before: dict[str, str] = {}  # each message's predecessor in its conversation (by time, then id)
+        latest: dict[str, str] = {}
+        for m in sorted(ordered, key=lambda m: (m.ts_ms, m.id)):
+            before[m.id] = latest.get(m.conversation_id, "")
+            latest[m.conversation_id] = context_of(m.text)
         for i in range(0, len(ordered), PROJECT_BATCH):
             batch = ordered[i : i + PROJECT_BATCH]
-            rows = [r for m in batch for r in message_rows(m)]
-            self.index.put_messages(batch, self._embed({r["chunk_id"]: r["text"] for r in rows}), rows=rows)
+            rows = [r for m in batch for r in message_rows(m, before[m.id])]
+            wanted = {r["chunk_id"]: embed_text(r["speaker"], r["text"]) for r in rows}
+            vectors = {cid: kept[cid][1] for cid, text in wanted.items() if cid in kept and kept[cid][0] == text}
+            vectors |= self._embed({cid: text for cid, text in wanted.items() if cid not in vectors})
+            self.index.put_messages(batch, vectors, rows=rows)
             progress(min(i + PROJECT_BATCH, len(ordered)), len(ordered))
         self.index.put_memories(list(memories.values()), self._embed({m.id: m.text for m in memories.values()}))
         self.book.rebuild(ordered, folded.archived)
@@ -571,10 +640,21 @@ class ProjectStore:
         with self._rollover_lock:
             self.state = Projections(markdown_seq=last, index_seq=last, embedder=self.embedder.spec,
                                      rollovers=folded.rollovers, live_since_ms=min(live, default=None),
-                                     seen_seq=self.state.seen_seq)
+                                     seen_seq=self.state.seen_seq, index_format=INDEX_FORMAT)
         self.state.save(self._state_path)
         self.index.optimize()
         return len(ordered)
+
+    def _vectors_to_keep(self) -> dict[str, tuple[str, list[float]]]:
+        """The old index's vectors and the text each was made from, where the embedder is the same:
+        a rebuild embeds again only what changed (a format upgrade re-embeds nothing said by no one)."""
+        try:
+            if not self.index.exists or self.state.embedder != self.embedder.spec:
+                return {}
+            return self.index.old_vectors()
+        except Exception as exc:  # noqa: BLE001 — a damaged index: everything is embedded again
+            log.info("project %s: the old vectors could not be read (%s); embedding again", self.name, exc)
+            return {}
 
     def _rescue(self, folded: "Folded") -> list[str]:
         """Mend the journal from the index, the second copy, where the journal lost something:

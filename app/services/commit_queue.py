@@ -69,6 +69,10 @@ class CommitQueue:
         """Wait until everything submitted so far is written (errors stay on their futures)."""
         self.call(lambda: None).result(timeout)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self, timeout: float | None = None) -> None:
         with self._lock:
             if self._closed:

@@ -20,7 +20,7 @@ from typing import Callable
 from app import resources
 from app.core import chunking, commands, tools
 from app.core.commands import Command, Mode
-from app.core.context import RECENT_TURNS, Budget, Ingredients, Window, pack, when
+from app.core.context import RECENT_TURNS, Budget, Ingredients, Window, pack, same_words, when
 from app.core.recall import recall_answer
 from app.core.records import MAX_MESSAGE_CHARS, Memory, Message, RecordError, check_text, clean_output, new_id, now_ms
 from app.core.tokens import Calibration, clip, estimate_messages
@@ -250,16 +250,21 @@ class Conversation:
         """Search the memory: whole past messages, kept memories, current settings. A search that
         breaks leaves the turn without memory, not without an answer."""
         skip = {m.id for m in recent} | {question_id}
-        asked = " ".join(text.lower().split())
+        said = {same_words(text)} | {same_words(m.text) for m in recent}  # the window holds these already
         recalled: tuple[Message, ...] = ()
         memories: tuple[Memory, ...] = ()
         settings: tuple[str, ...] = ()
         query = text[:SEARCH_CHARS]  # a pasted log searches by its head: a 50k-character query costs ~1 s
         try:
-            hits = self.memory.search(query, k=RETRIEVE_K + len(skip), project=turn.project,
+            hits = self.memory.search(query, k=2 * RETRIEVE_K + len(skip), project=turn.project,
                                       drop_status=NOT_FOR_RETRIEVAL)
-            recalled = tuple(h.message for h in hits if h.message.id not in skip  # not the same question again
-                             and " ".join(h.message.text.lower().split()) != asked)[:RETRIEVE_K]
+            found = []
+            for h in hits:  # not what the window holds, not the same question asked again, nothing twice
+                words = same_words(h.message.text)
+                if h.message.id not in skip and words not in said:
+                    said.add(words)
+                    found.append(h.message)
+            recalled = tuple(found[:RETRIEVE_K])
             memories = tuple(m for m, _ in self.memory.search_memories(query, k=MEMORIES_K, project=turn.project))
         except Exception:  # noqa: BLE001 — the turn goes on; the log has the cause
             log.exception("memory search failed; answering without retrieved memories")

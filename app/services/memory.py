@@ -19,6 +19,7 @@ from typing import Callable
 from app import resources
 from app.core import projects
 from app.core.fusion import Candidate, fuse
+from app.core.highlight import spans
 from app.core.records import (
     Memory,
     Message,
@@ -55,6 +56,8 @@ from app.settings import Settings, config_dir
 log = logging.getLogger("kelvin.memory")
 
 CANDIDATES_PER_K = 4
+MIN_CANDIDATES = 100  # per leg: fewer let exact phrases slip past (docs/benchmarks.md §12)
+VECTOR_MARGIN = 0.1  # a message found by meaning alone is a match within this cosine distance of the nearest
 OPTIMIZE_AFTER_WRITES = 50
 
 
@@ -325,6 +328,8 @@ class MemoryService:
         """Drain the writer (no accepted commit is dropped), compact what many small writes left
         behind (a command-line edit or delete at a time never idles long enough to), release the
         projects, hang up."""
+        if self.writer.closed:
+            return
         try:
             self.writer.call(self._compact_due).result()
         except Exception:  # noqa: BLE001 — upkeep; never in the way of closing
@@ -378,9 +383,13 @@ class MemoryService:
 
     def search(self, query: str, k: int = 5, filters: Filters = Filters(), *, project: str | None = None,
                all_projects: bool = False, query_vector: list[float] | None = None,
-               drop_status: tuple[str, ...] = ()) -> list[Hit]:
-        """Hybrid search: full-text and vector candidates, fused by rank; whole messages, best first.
-        ``drop_status`` leaves out messages with those statuses (e.g. answers quoted from memory)."""
+               drop_status: tuple[str, ...] = (), only_matches: bool = False) -> list[Hit]:
+        """Hybrid search: full-text and vector candidates, their scores mixed (app.core.fusion); whole
+        messages, best first.
+        ``drop_status`` leaves out messages with those statuses (e.g. answers quoted from memory).
+        ``only_matches``: only messages that share a word (or its stem) with the query, or that are
+        about as near in meaning as the nearest one — what a person browsing calls a match; without
+        it, the best ``k`` whatever they are (what fills the model's window)."""
         if k < 1:
             raise RecordError("k must be at least 1")
         stores = self._readable(project, all_projects)
@@ -388,7 +397,7 @@ class MemoryService:
             return []
         vector = query_vector if query_vector is not None else self._query_vector(query, stores)
         where = filters.where()
-        limit = max(20, k * CANDIDATES_PER_K)
+        limit = max(MIN_CANDIDATES, k * CANDIDATES_PER_K)
         legs = []
         for s in stores:
             legs.append((s, "text", self._legs.submit(s.index.search_text, query, where, limit)))
@@ -412,8 +421,15 @@ class MemoryService:
             cutoff = cutoffs[r["_key"].partition("\x1f")[0]]
             return cutoff is not None and r["ts_ms"] < cutoff
 
-        fused = fuse([[Candidate(r["_key"], r["ts_ms"], r["text"], archived(r)) for r, _ in hits]
-                      for hits in (text_hits, vector_hits)], query)[:k]
+        fused = fuse([Candidate(r["_key"], r["ts_ms"], r["text"], archived(r), score) for r, score in text_hits],
+                     [Candidate(r["_key"], r["ts_ms"], r["text"], archived(r), 1.0 - distance)
+                      for r, distance in vector_hits], query)
+        if only_matches:  # a word of the query (or its stem) said in it, or as near in meaning as the nearest
+            near = vector_hits[0][1] + VECTOR_MARGIN if vector_hits else -1.0
+            matched = {r["_key"] for r, _ in text_hits if spans(r["text"], query)}  # not by its context alone
+            matched |= {r["_key"] for r, d in vector_hits if d <= near}
+            fused = [f for f in fused if f.message_id in matched]
+        fused = fused[:k]
         # fetch the winners whole: one-chunk messages by row id, longer ones (or rows moved by a
         # compaction since the legs ran) put back together from their chunks
         by_store = {s.folder.name: s for s in stores}

@@ -60,7 +60,7 @@ class MemoryBrowser(QObject):
 
         def look(report):
             if text:
-                hits = memory.search(text, k=200, filters=filters, project=project)
+                hits = memory.search(text, k=200, filters=filters, project=project, only_matches=True)
                 return [h.message.id for h in hits], {h.message.id: h.message for h in hits}
             return memory.message_ids(project, filters), {}
 

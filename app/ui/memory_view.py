@@ -12,16 +12,22 @@ from __future__ import annotations
 
 from datetime import datetime, time
 
+from html import escape
+
 from PySide6.QtCore import QAbstractTableModel, QDate, QEvent, QModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QComboBox, QDateEdit, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
+from PySide6.QtGui import QKeySequence, QPalette, QShortcut, QTextDocument
+from PySide6.QtWidgets import (QApplication, QComboBox, QDateEdit, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QPlainTextEdit, QStyle, QStyleOptionViewItem,
                                QPushButton, QStyledItemDelegate, QTableView, QTabWidget, QVBoxLayout, QWidget)
 
+from app.core.highlight import spans
 from app.ui.settings_view import SettingsPanel
 
 PAGE = 100
 SEARCH_MS = 250
 IdRole = Qt.ItemDataRole.UserRole + 1
+MarkedRole = Qt.ItemDataRole.UserRole + 3  # the preview as HTML with the matched words marked ("" when no search)
+PREVIEW_CHARS = 300
 COLUMNS = ("When", "Who", "Domain", "Engine", "Message")
 DOMAINS = ("lighting", "shading", "camera", "optimization", "geometry", "texturing", "compositing", "general")
 TYPES = ("setting", "instruction", "critique", "logic", "dialogue")
@@ -30,6 +36,15 @@ DATES = (("any time", None), ("today", 0), ("since yesterday", 1), ("last 7 days
          ("dates …", "range"))
 TEXT_COLUMN = len(COLUMNS) - 1
 UNDO_KEPT = 20
+
+
+def marked(text: str, query: str) -> str:
+    """``text`` as HTML with the words the search matched in bold and the accent colour."""
+    out, at = [], 0
+    for start, end in spans(text, query):
+        out += [escape(text[at:start]), f'<b style="color:#e0914f">{escape(text[start:end])}</b>']
+        at = end
+    return "".join(out) + escape(text[at:]) if out else ""
 
 
 def day_start_ms(day: QDate) -> int:
@@ -49,10 +64,12 @@ class MessagesModel(QAbstractTableModel):
         self.cache: dict[str, object] = {}
         self._asked: set[int] = set()
         self.generation = 0  # a new list (another project, query or filter) makes earlier pages stale
+        self.searched = ""  # the search whose matches the previews mark
 
-    def set_ids(self, ids: list[str], known: dict | None = None) -> None:
+    def set_ids(self, ids: list[str], known: dict | None = None, searched: str = "") -> None:
         self.beginResetModel()
         self.generation += 1
+        self.searched = searched
         self.ids = list(ids)
         self.cache = dict(known or {})
         self._asked = set()
@@ -122,6 +139,9 @@ class MessagesModel(QAbstractTableModel):
         mid = self.ids[index.row()]
         if role == IdRole:
             return mid
+        if role == MarkedRole:
+            m = self.cache.get(mid)
+            return marked(" ".join(m.text.split())[:PREVIEW_CHARS], self.searched) if m is not None and self.searched else ""
         if role == Qt.ItemDataRole.EditRole and index.column() == TEXT_COLUMN:
             m = self.cache.get(mid)
             return m.text if m is not None else None
@@ -145,7 +165,7 @@ class MessagesModel(QAbstractTableModel):
             return m.tags.domain
         if col == 3:
             return m.tags.engine or ""
-        return " ".join(m.text.split())[:300]
+        return " ".join(m.text.split())[:PREVIEW_CHARS]
 
 
 class _TextEditor(QPlainTextEdit):
@@ -164,7 +184,31 @@ class _TextEditor(QPlainTextEdit):
 
 
 class MessageDelegate(QStyledItemDelegate):
-    """Edits a message's whole text (not the one-line preview) in a taller box."""
+    """Edits a message's whole text (not the one-line preview) in a taller box, and shows the words
+    a search matched in the preview (bold, in the accent colour)."""
+
+    def paint(self, painter, option, index) -> None:
+        marked = index.data(MarkedRole) if index.column() == TEXT_COLUMN else None
+        if not marked:
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        opt.text = ""  # the background, selection and focus as usual; the text drawn below
+        style = opt.widget.style() if opt.widget else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        doc = QTextDocument()
+        doc.setDefaultFont(opt.font)
+        doc.setDocumentMargin(0)
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        colour = opt.palette.color(QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text).name()
+        doc.setHtml(f'<span style="color:{colour}; white-space:pre">{marked}</span>')
+        text_rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, opt.widget)
+        painter.save()
+        painter.translate(text_rect.left(), text_rect.top() + max(0, (text_rect.height() - doc.size().height()) / 2))
+        painter.setClipRect(0, 0, text_rect.width(), text_rect.height())
+        doc.drawContents(painter)
+        painter.restore()
 
     def createEditor(self, parent, option, index):  # noqa: N802
         return _TextEditor(parent, self) if index.column() == TEXT_COLUMN else super().createEditor(parent, option, index)
@@ -309,8 +353,12 @@ class MemoryView(QWidget):
         self._changed()
 
     def show_results(self, ids: list[str], known: dict, searched: str) -> None:
-        self.model.set_ids(ids, known)
-        what = f"{len(ids)} best matches for “{searched}”" if searched else f"{len(ids)} messages, newest first"
+        self.model.set_ids(ids, known, searched)
+        if searched:
+            what = (f"{len(ids)} match{'es' if len(ids) != 1 else ''} for “{searched}”, best first" if ids
+                    else f"Nothing matches “{searched}”")
+        else:
+            what = f"{len(ids)} messages, newest first"
         self.count.setText(what)
 
     # ---- edit, delete, undo ----------------------------------------------------------------------------
