@@ -102,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
 
     s = msub.add_parser("search", help="hybrid search over the stored messages")
     s.add_argument("query", nargs="?")
-    s.add_argument("--batch", type=Path, help="file with one query per line; prints one JSON line per query")
+    s.add_argument("--batch", type=Path, help="file with one query per line; prints one JSON line per query with "
+                   "the best k messages, as the chat's window would get them (matches or not)")
     s.add_argument("--k", type=int, default=5, help="number of messages to return (default 5)")
     s.add_argument("--json", action="store_true")
     _add_filters(s)
@@ -234,7 +235,10 @@ def _memory(args, service) -> int:
             return EXIT_OK
         if not args.query or not args.query.strip():
             raise _Usage("give a search query, or --batch FILE")
-        hits = service.search(args.query, args.k, filters, project=project, all_projects=args.all_projects)
+        # what a person searching calls a match (a word or its stem, or as near in meaning as the
+        # nearest), never the rest of the project; --batch gives the best k, as the chat's window gets them
+        hits = service.search(args.query, args.k, filters, project=project, all_projects=args.all_projects,
+                              only_matches=True)
         if args.json:
             _print_json([h.to_json() for h in hits])
         elif not hits:

@@ -238,8 +238,8 @@ def settle(svc) -> None:
 
 def window_for(conv, turn, question: str, question_id: str, recent, point):
     """The window exactly as Conversation._answer packs it (Conversation._window)."""
-    recalled, memories, settings = point
-    return conv._window(turn, question, question_id, recent, recalled, memories, settings)
+    recalled, memories, settings, *repeats = point  # older Kelvins return no count of repeats
+    return conv._window(turn, question, question_id, recent, recalled, memories, settings, *repeats)
 
 
 # ---- 1. overhead -------------------------------------------------------------------------------------

@@ -194,9 +194,12 @@ def levers() -> dict:
         "rank fusion (RRF) instead of scores": [(memory, "fuse", rrf)],
         "text weight 0.5": [(fusion, "TEXT_WEIGHT", 0.5)],
         "text weight 0.7": [(fusion, "TEXT_WEIGHT", 0.7)],
-        "20 candidates per leg": [(memory, "MIN_CANDIDATES", 20), (memory, "CANDIDATES_PER_K", 0)],
-        "40 candidates per leg": [(memory, "MIN_CANDIDATES", 40), (memory, "CANDIDATES_PER_K", 0)],
-        "100 candidates per leg": [(memory, "MIN_CANDIDATES", 100), (memory, "CANDIDATES_PER_K", 0)],
+        "20 candidates per leg": [(memory, "TEXT_CANDIDATES", 20), (memory, "VECTOR_CANDIDATES", 20),
+                                  (memory, "CANDIDATES_PER_K", 0)],
+        "40 candidates per leg": [(memory, "TEXT_CANDIDATES", 40), (memory, "VECTOR_CANDIDATES", 40),
+                                  (memory, "CANDIDATES_PER_K", 0)],
+        "100 candidates per leg": [(memory, "TEXT_CANDIDATES", 100), (memory, "VECTOR_CANDIDATES", 100),
+                                   (memory, "CANDIDATES_PER_K", 0)],
         "only matches (as the browser shows)": [(memory.MemoryService, "search", _only_matches(memory.MemoryService.search))],
     }
 

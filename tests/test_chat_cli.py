@@ -140,3 +140,26 @@ def test_settings_commands(tmp_path):
     bad = kelvin("--project", "forest", "settings", "set", "gi clamp", "lots", "--engine", "octane", check=False)
     assert bad.returncode == 1 and "GI clamp takes a number" in bad.stderr
     assert "Octane GI clamp = 10 (set " in kelvin("--project", "forest", "settings", "list").stdout
+
+
+def test_the_window_holds_each_past_message_once_and_says_how_much_it_retrieved(server, tmp_path):
+    asked = "What GI clamp did we settle on for the kitchen?"
+    history = [
+        {"text": asked, "conversation_id": "mon", "timestamp": "2026-11-16T09:00:00Z"},
+        {"text": "GI clamp 10 for the kitchen, the fireflies are gone.", "conversation_id": "mon",
+         "role": "assistant", "timestamp": "2026-11-16T09:00:05Z"},
+        {"text": asked, "conversation_id": "tue", "timestamp": "2026-11-17T09:00:00Z"},  # asked again
+        {"text": "what gi clamp did we settle on for the kitchen", "conversation_id": "wed",
+         "timestamp": "2026-11-18T09:00:00Z"},  # and again, in other case and punctuation
+    ]
+    f = tmp_path / "h.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in history), encoding="utf-8")
+    kelvin("memory", "import", str(f))
+    server.queue_reply("GI clamp 10.")
+    turn = json.loads(kelvin("chat", "--once", "--json", asked).stdout)
+    window = turn["window"]
+    assert window["repeats_left_out"] >= 3 and window["retrieved_tokens"] > 0
+    assert 0 < window["retrieved_share"] < 1
+    system = [b for b in server.requests_to("/api/chat") if b.get("messages")][-1]["messages"][0]["content"]
+    assert system.count("GI clamp 10 for the kitchen") == 1
+    assert "settle on" not in system.casefold()  # the question itself, asked before, is not retrieved again

@@ -60,6 +60,21 @@ def test_import_then_search_json_contract(tmp_path):
         == SESSION[3]["text"]
 
 
+def test_search_lists_matches_not_the_rest_of_the_project(tmp_path):
+    kelvin("memory", "import", str(write_jsonl(tmp_path / "h.jsonl", SESSION)))
+    # "firefly" is said as "fireflies" in one message: the stem finds it, and only it is listed
+    assert [h["id"] for h in json.loads(kelvin("memory", "search", "firefly", "--json", "--k", "10").stdout)] == ["a1"]
+    shown = kelvin("memory", "search", "firefly").stdout
+    assert "fireflies are gone" in shown and "maxsubdivs" not in shown and "max samples" not in shown
+    assert kelvin("memory", "search", "zebra quokka").stdout.strip() == "no matching messages"
+    # --batch gives the best k whatever they are, as the chat's window would get them: a2 is found
+    # through its context (the message before it says "fireflies"), and is no match of its own
+    queries = tmp_path / "q.txt"
+    queries.write_text("firefly\n", encoding="utf-8")
+    best = json.loads(kelvin("memory", "search", "--batch", str(queries), "--k", "3", "--json").stdout)
+    assert [h["id"] for h in best["hits"]] == ["a1", "a2"]
+
+
 def test_filters_on_the_command_line(tmp_path):
     kelvin("memory", "import", str(write_jsonl(tmp_path / "h.jsonl", SESSION)))
     by_engine = json.loads(kelvin("memory", "search", "samples GI clamp maxsubdivs", "--json", "--k", "10",

@@ -57,6 +57,7 @@ class Ingredients:
     recent: tuple[Message, ...] = ()  # oldest first
     notes: dict[str, str] = field(default_factory=dict)  # message id → a model-written summary
     tools: int = 0  # estimated tokens of the tool schemas offered with the call (the template adds them)
+    repeats: int = 0  # past messages the search already left out as repeats of what the window holds
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ def pack(ing: Ingredients, budget: Budget = Budget(), cal: Calibration | None = 
     return Window(messages=messages, tokens=tokens, total=total, memories=tuple(memories),
                   recalled=tuple(recalled), folded=tuple(folded),
                   clipped=tuple(clipped), num_predict=max(budget.reserve, budget.num_ctx - total - budget.num_ctx // 32),
-                  tools=tools_on, repeats=repeats)
+                  tools=tools_on, repeats=ing.repeats + repeats)
 
 
 def _recent(ing: Ingredients, cap: int, cal: Calibration, clipped: list[str]) -> tuple[list[dict], list[str], int]:

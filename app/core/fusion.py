@@ -42,6 +42,16 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text.casefold()).strip()
 
 
+def said_as(query: str) -> re.Pattern | None:
+    """A pattern that finds the query said word for word (any case, any run of spaces between its
+    words, whole words only: "GI clamp 1" is not said in "GI clamp 10"); None for a query too short."""
+    phrase = " ".join(query.lower().split())  # lower, not casefold: IGNORECASE matches "ß" only as "ß"
+    if len(phrase) < 3:
+        return None
+    words = r"\s+".join(re.escape(w) for w in phrase.split(" "))
+    return re.compile(r"(?<!\w)" + words + r"(?!\w|[.,]\d)", re.IGNORECASE)
+
+
 def _scaled(leg: list[Candidate]) -> dict[str, float]:
     """A leg's scores scaled to 0..1 over its candidates; a message's best chunk counts."""
     best: dict[str, float] = {}
@@ -74,12 +84,10 @@ def fuse(text: list[Candidate], vector: list[Candidate] = (), query: str = "", t
     scores = {mid: share * t.get(mid, 0.0) + (1.0 - share) * v.get(mid, 0.0) for mid in ts}
     for mid in archived:
         scores[mid] *= archived_weight
-    phrase = normalise(query)
-    if phrase and len(phrase) >= 3:
-        # whole words only: "GI clamp 1" must not count as said in "GI clamp 10"
-        verbatim = re.compile(r"(?<!\w)" + re.escape(phrase) + r"(?!\w|[.,]\d)")
+    verbatim = said_as(query)
+    if verbatim is not None:
         for mid, parts in texts.items():
-            if any(verbatim.search(normalise(p)) for p in parts):
+            if any(verbatim.search(p) for p in parts):
                 scores[mid] += VERBATIM_BONUS
     fused = [Fused(mid, s, ts[mid]) for mid, s in scores.items()]
     fused.sort(key=lambda f: (-round(f.score, 12), -f.ts_ms, f.message_id))

@@ -210,13 +210,13 @@ class Conversation:
                                                   turn_id=turn.id, project=turn.project)
             self._watch(stored, "question")
             # a model sees the last turns in its window; a recall answer must be able to quote them
-            recalled, memories, settings = self._point(turn, text, question.id,
-                                                       recent if turn.mode is not Mode.RECALL else [])
+            recalled, memories, settings, repeats = self._point(turn, text, question.id,
+                                                                recent if turn.mode is not Mode.RECALL else [])
             if turn.mode is Mode.RECALL:
                 result = self._recall(question, recalled, memories, settings,
                                       "Recall mode: answering from memory, no model.")
             else:
-                result = self._answer(turn, question, recent, recalled, memories, settings, on_token)
+                result = self._answer(turn, question, recent, recalled, memories, settings, on_token, repeats)
                 if result.status == "failed" and fallback and result.error_kind in ("not_running", "model_missing",
                                                                                     "out_of_memory"):
                     reason = f"{result.error} Answering from memory meanwhile."
@@ -247,13 +247,15 @@ class Conversation:
         stored.add_done_callback(done)
 
     def _point(self, turn: _Turn, text: str, question_id: str, recent: list[Message]):
-        """Search the memory: whole past messages, kept memories, current settings. A search that
-        breaks leaves the turn without memory, not without an answer."""
+        """Search the memory: whole past messages, kept memories, current settings, and how many
+        past messages were left out as repeats of what the window holds. A search that breaks leaves
+        the turn without memory, not without an answer."""
         skip = {m.id for m in recent} | {question_id}
         said = {same_words(text)} | {same_words(m.text) for m in recent}  # the window holds these already
         recalled: tuple[Message, ...] = ()
         memories: tuple[Memory, ...] = ()
         settings: tuple[str, ...] = ()
+        repeats = 0
         query = text[:SEARCH_CHARS]  # a pasted log searches by its head: a 50k-character query costs ~1 s
         try:
             hits = self.memory.search(query, k=2 * RETRIEVE_K + len(skip), project=turn.project,
@@ -264,6 +266,8 @@ class Conversation:
                 if h.message.id not in skip and words not in said:
                     said.add(words)
                     found.append(h.message)
+                elif len(found) < RETRIEVE_K:  # one the window would have held, but holds already
+                    repeats += 1
             recalled = tuple(found[:RETRIEVE_K])
             memories = tuple(m for m, _ in self.memory.search_memories(query, k=MEMORIES_K, project=turn.project))
         except Exception:  # noqa: BLE001 — the turn goes on; the log has the cause
@@ -272,7 +276,7 @@ class Conversation:
             settings = tuple(self.settings_lookup(turn.project, text))
         except Exception:  # noqa: BLE001
             log.exception("settings lookup failed; answering without current settings")
-        return recalled, memories, settings
+        return recalled, memories, settings, repeats
 
     def _recall(self, question: Message, recalled, memories, settings, reason: str) -> TurnResult:
         answer = recall_answer(question.text, reason=reason, settings=settings, memories=memories, messages=recalled)
@@ -314,12 +318,13 @@ class Conversation:
         except OSError:
             return ""
 
-    def _answer(self, turn: _Turn, question, recent, recalled, memories, settings, on_token) -> TurnResult:
+    def _answer(self, turn: _Turn, question, recent, recalled, memories, settings, on_token,
+                repeats: int = 0) -> TurnResult:
         result = TurnResult(text="", status="complete", mode=turn.mode, memories=memories, recalled=recalled[:5],
                             settings=settings)
         parts: list[str] = []
         try:
-            self._converse(turn, question, recent, recalled, memories, settings, on_token, result, parts)
+            self._converse(turn, question, recent, recalled, memories, settings, on_token, result, parts, repeats)
         except StreamCut as exc:
             result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), "cut"
         except ModelMissing as exc:
@@ -341,10 +346,10 @@ class Conversation:
         return result
 
     def _converse(self, turn: _Turn, question, recent, recalled, memories, settings, on_token,
-                  result: TurnResult, parts: list[str]) -> None:
+                  result: TurnResult, parts: list[str], repeats: int = 0) -> None:
         """Pack the window, stream the reply, run the model's tool calls (a few rounds at most)."""
         cal = self.calibration.setdefault(turn.model, Calibration())
-        window = self._window(turn, question.text, question.id, recent, recalled, memories, settings)
+        window = self._window(turn, question.text, question.id, recent, recalled, memories, settings, repeats)
         result.window, result.memories, result.recalled = window, window.memories, window.recalled
         tools_on = window.tools
         messages = list(window.messages)
@@ -376,7 +381,8 @@ class Conversation:
             used = cal.scale(estimate_messages(messages) + (schemas if offer else 0))
             num_predict = max(64, self.budget.num_ctx - used - self.budget.num_ctx // 32)
 
-    def _window(self, turn: _Turn, text: str, question_id: str, recent, recalled, memories, settings) -> Window:
+    def _window(self, turn: _Turn, text: str, question_id: str, recent, recalled, memories, settings,
+                repeats: int = 0) -> Window:
         """The window for this turn (no model call): tools offered if the model has them and they fit."""
         cal = self.calibration.setdefault(turn.model, Calibration())
         info = self._info(turn.model)
@@ -386,6 +392,7 @@ class Conversation:
             window = pack(Ingredients(system=self._system_prompt(turn.project, tools_on), question=text,
                                       question_id=question_id, brief=brief, settings=settings, memories=memories,
                                       recalled=recalled, recent=tuple(recent), notes=dict(self._notes),
+                                      repeats=repeats,
                                       tools=tools.SCHEMA_TOKENS if tools_on else 0), self.budget, cal)
             if window.tools == tools_on:
                 return window

@@ -55,8 +55,12 @@ from app.settings import Settings, config_dir
 
 log = logging.getLogger("kelvin.memory")
 
+# candidates each leg hands to fusion, at least (and CANDIDATES_PER_K per result asked for): more
+# full-text candidates cost little and find more (docs/benchmarks.md §12); the vector leg's ANN
+# search grows with its limit, so it brings fewer
 CANDIDATES_PER_K = 4
-MIN_CANDIDATES = 100  # per leg: fewer let exact phrases slip past (docs/benchmarks.md §12)
+TEXT_CANDIDATES = 100
+VECTOR_CANDIDATES = 40
 VECTOR_MARGIN = 0.1  # a message found by meaning alone is a match within this cosine distance of the nearest
 OPTIMIZE_AFTER_WRITES = 50
 
@@ -397,11 +401,12 @@ class MemoryService:
             return []
         vector = query_vector if query_vector is not None else self._query_vector(query, stores)
         where = filters.where()
-        limit = max(MIN_CANDIDATES, k * CANDIDATES_PER_K)
         legs = []
         for s in stores:
+            limit = max(TEXT_CANDIDATES, k * CANDIDATES_PER_K)
             legs.append((s, "text", self._legs.submit(s.index.search_text, query, where, limit)))
             if vector is not None and s.index.vector_dim() == len(vector):
+                limit = max(VECTOR_CANDIDATES, k * CANDIDATES_PER_K)
                 legs.append((s, "vector", self._legs.submit(s.index.search_vector, vector, where, limit)))
         text_hits: list[tuple[dict, float]] = []
         vector_hits: list[tuple[dict, float]] = []
