@@ -40,7 +40,7 @@ def bench_size(size: int, msgs: list[dict], vecs: np.ndarray, queries: list[str]
                args, workdir: Path) -> dict:
     from app.core.fusion import Candidate  # noqa: F401 — imports app (and lancedb) before timing
     from app.memory.index import Filters
-    from app.services.memory import CANDIDATES_PER_K
+    from app.services.memory import CANDIDATES_PER_K, TEXT_CANDIDATES, VECTOR_CANDIDATES
 
     part = msgs[:size]
     table = {m["text"]: vecs[i] for i, m in enumerate(part)}
@@ -59,31 +59,33 @@ def bench_size(size: int, msgs: list[dict], vecs: np.ndarray, queries: list[str]
         ix = svc.store().index
         out["vector_index"] = [f"{i.index_type}({','.join(i.columns)})" for i in ix._chunks.list_indices()]
         out["chunks"] = ix.count_chunks()
-        k, limit = args.k, max(20, args.k * CANDIDATES_PER_K)
-        out["k"], out["candidates_per_leg"] = k, limit
+        k = args.k
+        limit = max(TEXT_CANDIDATES, k * CANDIDATES_PER_K)  # what hybrid asks each leg for
+        vlimit = max(VECTOR_CANDIDATES, k * CANDIDATES_PER_K)
+        out["k"], out["candidates_per_leg"] = k, {"text": limit, "vector": vlimit}
         pairs = [(q, v.tolist()) for q, v in zip(queries, qvecs)]
         w = args.warmup
         c.log(f"[{size:,}] timing {len(pairs)} queries per mode (after {w} warm-up calls) …")
         res = {}
         res["hybrid"] = c.time_calls(lambda q, v: svc.search(q, k, query_vector=v), pairs, w)
         res["fts_only"] = c.time_calls(lambda q, v: ix.search_text(q, "", limit), pairs, w)
-        res["vector_only"] = c.time_calls(lambda q, v: ix.search_vector(v, "", limit), pairs, w)
+        res["vector_only"] = c.time_calls(lambda q, v: ix.search_vector(v, "", vlimit), pairs, w)
         lighting = Filters(domain="lighting")
         res["hybrid_filtered_domain"] = c.time_calls(lambda q, v: svc.search(q, k, lighting, query_vector=v), pairs, w)
         fetch_ids = [[h.message.id for h in svc.search(q, k, query_vector=v)] for q, v in pairs]
         res["fetch_messages_only"] = c.time_calls(ix.messages, [(ids,) for ids in fetch_ids], w)
         matrix = np.ascontiguousarray(vecs[:size])
         qv32 = [np.asarray(v, np.float32) for v in qvecs]
-        res["numpy_bruteforce_top%d" % limit] = c.time_calls(lambda v: numpy_topk(matrix, v, limit), [(v,) for v in qv32], w)
+        res["numpy_bruteforce_top%d" % vlimit] = c.time_calls(lambda v: numpy_topk(matrix, v, vlimit), [(v,) for v in qv32], w)
         res["numpy_bruteforce_top%d" % k] = c.time_calls(lambda v: numpy_topk(matrix, v, k), [(v,) for v in qv32], w)
         out["latency_ms"] = res
         out["what_if_ms"] = what_if(svc, ix, pairs, k, limit, w)
-        base = res["numpy_bruteforce_top%d" % limit]
+        base = res["numpy_bruteforce_top%d" % vlimit]
         out["ratio_vs_numpy"] = {m: {"p50": round(res[m]["p50"] / base["p50"], 2), "p95": round(res[m]["p95"] / base["p95"], 2)}
                                  for m in ("hybrid", "fts_only", "vector_only")}
         # how much of the exact top-`limit` the vector leg (ANN index or flat scan) returns
         ids = [m["id"] for m in part]
-        out["vector_leg_recall_vs_exact"] = ann_recall(ix, pairs, matrix, ids, limit)
+        out["vector_leg_recall_vs_exact"] = ann_recall(ix, pairs, matrix, ids, vlimit)
         out["disk_bytes"] = disk(data / "bench")
         out["table_versions"] = ix.disk_versions()
         if args.settle_s:
@@ -103,7 +105,8 @@ def bench_size(size: int, msgs: list[dict], vecs: np.ndarray, queries: list[str]
 
 
 def what_if(svc, ix, pairs, k, limit, w) -> dict:
-    """Diagnosis, not Kelvin as shipped: where the hybrid time goes and what would change it."""
+    """Diagnosis, not Kelvin as shipped: where the hybrid time goes and what would change it (both legs
+    at the full-text leg's limit)."""
     import lancedb
 
     from app.core.fusion import fuse
