@@ -15,8 +15,30 @@ import time
 from pathlib import Path
 
 from app import __version__
+from app.console import Output, ReaderGone, reader_gone
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+ENGINE_HELP = "the engine (octane, redshift, arnold, cycles, vray, karma, corona); default: the project's own"
+
+
+class _Help(argparse.HelpFormatter):
+    """Every argument's help line ends with its default, where it has one worth saying."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default not in (None, False, "", argparse.SUPPRESS) and "default" not in text \
+                and (action.option_strings or action.nargs in ("?", "*")):
+            text += " (default: %(default)s)"
+        return text
+
+
+def _with_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.formatter_class = _Help
+    for action in parser._actions:  # noqa: SLF001 — argparse keeps its subcommands here
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for sub in action.choices.values():
+                _with_help(sub)
+    return parser
 log = logging.getLogger("kelvin")
 
 
@@ -42,17 +64,17 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("info", help="where your data lives and the commands to start with")
 
     doc = sub.add_parser("doctor", help="check Ollama, the models, the GPU, the data folder and the memory")
-    doc.add_argument("--json", action="store_true")
+    doc.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     pr = sub.add_parser("project", help="list, create and rename projects")
     psub = pr.add_subparsers(dest="project_command", required=True)
     pl = psub.add_parser("list", help="every project in the data folder")
-    pl.add_argument("--json", action="store_true")
+    pl.add_argument("--json", action="store_true", help="print JSON instead of text")
     pc = psub.add_parser("create", help="start a new project")
-    pc.add_argument("name")
+    pc.add_argument("name", help="the new project's name (names differing only in case, accents or punctuation are one project)")
     pn = psub.add_parser("rename", help="give a project a new name (its memory moves with it)")
-    pn.add_argument("old")
-    pn.add_argument("new")
+    pn.add_argument("old", help="the project's name now")
+    pn.add_argument("new", help="its new name")
     psub.add_parser("new-conversation", help="start a new conversation in --project (memory stays reachable)")
 
     st = sub.add_parser("settings", help="the settings ledger: current render settings and their history")
@@ -60,19 +82,19 @@ def _parser() -> argparse.ArgumentParser:
     sl = ssub.add_parser("list", help="the current value of every setting in the project")
     sl.add_argument("--engine", help="only this engine (octane, redshift, … or 'any' for camera/lights/output)")
     sl.add_argument("--candidates", action="store_true", help="also settings the taxonomy does not know")
-    sl.add_argument("--json", action="store_true")
+    sl.add_argument("--json", action="store_true", help="print JSON instead of text")
     sh_ = ssub.add_parser("history", help="every value a setting has had, with its status and source")
     sh_.add_argument("parameter", help="the setting's name or a synonym, e.g. 'gi clamp'")
-    sh_.add_argument("--engine")
-    sh_.add_argument("--json", action="store_true")
+    sh_.add_argument("--engine", help=ENGINE_HELP)
+    sh_.add_argument("--json", action="store_true", help="print JSON instead of text")
     ss = ssub.add_parser("set", help="correct a setting by hand (journaled; wins over what was said before)")
-    ss.add_argument("parameter")
-    ss.add_argument("value")
-    ss.add_argument("--engine")
+    ss.add_argument("parameter", help="the setting's name or a synonym, e.g. 'gi clamp'")
+    ss.add_argument("value", help="its value as you would say it: 10, on, brute force, 1920x1080, 35mm")
+    ss.add_argument("--engine", help=ENGINE_HELP)
     ss.add_argument("--note", default="", help="why (kept with the change)")
     su = ssub.add_parser("unset", help="the setting has no current value any more (its history stays)")
-    su.add_argument("parameter")
-    su.add_argument("--engine")
+    su.add_argument("parameter", help="the setting's name or a synonym")
+    su.add_argument("--engine", help=ENGINE_HELP)
 
     br = sub.add_parser("brief", help="end of day: write the master brief of the project and archive it")
     br.add_argument("--since", help="cover messages from this time (ISO, e.g. 2026-11-23 or 2026-11-23T09:00); "
@@ -83,14 +105,15 @@ def _parser() -> argparse.ArgumentParser:
     gpu = sub.add_parser("gpu", help="the VRAM guard: GPU status, live watch, record and replay traces")
     gsub = gpu.add_subparsers(dest="gpu_command", required=True)
     gs = gsub.add_parser("status", help="one reading of the GPU, Kelvin's models, and what the guard would do")
-    gs.add_argument("--json", action="store_true")
+    gs.add_argument("--json", action="store_true", help="print JSON instead of text")
     gw = gsub.add_parser("watch", help="live samples and the guard's decisions (only watching: unloads nothing)")
     gw.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl+C)")
     gr = gsub.add_parser("record", help="save real samples as a trace (JSON lines)")
-    gr.add_argument("file", type=Path)
+    gr.add_argument("file", type=Path, help="the trace file to write (JSON lines)")
     gr.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl+C)")
-    gp = gsub.add_parser("replay", help="run the real guard and its actions (against the Ollama host) on a trace")
-    gp.add_argument("trace", type=Path)
+    gp = gsub.add_parser("replay", help="run the real guard and its actions on a trace: Kelvin's own models on the "
+                         "configured Ollama host are really unloaded where the trace calls for it")
+    gp.add_argument("trace", type=Path, help="a trace file (JSON lines, as `gpu record` writes)")
     gp.add_argument("--json", action="store_true", help="one JSON line per event")
     gp.add_argument("--realtime", action="store_true", help="play the trace at its own pace")
 
@@ -98,46 +121,46 @@ def _parser() -> argparse.ArgumentParser:
     msub = mem.add_subparsers(dest="memory_command", required=True)
 
     imp = msub.add_parser("import", help="import messages from a JSON-lines file (all or nothing)")
-    imp.add_argument("file", type=Path)
+    imp.add_argument("file", type=Path, help="one JSON object per line (see README: import format)")
 
     s = msub.add_parser("search", help="hybrid search over the stored messages")
-    s.add_argument("query", nargs="?")
+    s.add_argument("query", nargs="?", help="what to look for, in your own words")
     s.add_argument("--batch", type=Path, help="file with one query per line; prints one JSON line per query with "
                    "the best k messages, as the chat's window would get them (matches or not)")
     s.add_argument("--k", type=int, default=5, help="number of messages to return (default 5)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_filters(s)
     s.add_argument("--all-projects", action="store_true", help="search every project, not just the current one")
 
     ls = msub.add_parser("list", help="the latest messages")
-    ls.add_argument("--limit", type=int, default=20)
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--limit", type=int, default=20, help="how many of the latest (0: all)")
+    ls.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_filters(ls)
 
     sh = msub.add_parser("show", help="one message, whole")
-    sh.add_argument("id")
-    sh.add_argument("--json", action="store_true")
+    sh.add_argument("id", help="the message id (as `memory list` or `search --json` show it)")
+    sh.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     ed = msub.add_parser("edit", help="replace a message's text (journaled)")
-    ed.add_argument("id")
-    ed.add_argument("--text", required=True)
+    ed.add_argument("id", help="the message id")
+    ed.add_argument("--text", required=True, help="the message's whole new text")
 
     de = msub.add_parser("delete", help="delete a message (journaled; the journal keeps the deletion)")
-    de.add_argument("id")
+    de.add_argument("id", help="the message id")
 
     st = msub.add_parser("stats", help="counts, sizes and index state")
-    st.add_argument("--json", action="store_true")
+    st.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     msub.add_parser("reindex", help="rebuild the search index and Markdown files from the journal")
 
     rem = msub.add_parser("remember", help="keep a curated long-term memory (a fact or preference)")
-    rem.add_argument("text")
-    rem.add_argument("--category", default="fact")
+    rem.add_argument("text", help="what to keep, e.g. 'The client wants warm light'")
+    rem.add_argument("--category", default="fact", help="fact, preference, decision, …")
     fo = msub.add_parser("forget", help="remove a curated memory")
-    fo.add_argument("id")
+    fo.add_argument("id", metavar="ID-OR-WORDS", help="the memory's id (see `memories`), or words of its text")
     mm = msub.add_parser("memories", help="list curated memories")
-    mm.add_argument("--json", action="store_true")
-    return p
+    mm.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return _with_help(p)
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
@@ -148,12 +171,28 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--until", help="ISO 8601 time; only messages at or before it")
 
 
+def _one_of(value: str | None, allowed, flag: str) -> str | None:
+    """A filter value as stored (lower case), or a usage error listing the values there are."""
+    if value is None:
+        return None
+    wanted = value.strip().casefold()
+    names = {a.casefold(): a for a in allowed}
+    wanted = "vray" if wanted == "v-ray" and "vray" in names else wanted
+    if wanted not in names:
+        raise _Usage(f"{flag} {value!r} is not one of: {', '.join(allowed)}")
+    return names[wanted]
+
+
 def _filters(args):
     from app.core.records import parse_ts
+    from app.core.tagging import DOMAINS, TYPES
     from app.memory.index import Filters
+    from app.services.memory import load_taxonomy
 
+    engines = tuple(load_taxonomy().get("engines", {})) if args.engine is not None else ()
     return Filters(
-        domain=args.domain, type=args.type, engine=args.engine,
+        domain=_one_of(args.domain, DOMAINS, "--domain"), type=_one_of(args.type, TYPES, "--type"),
+        engine=_one_of(args.engine, engines, "--engine"),
         since_ms=parse_ts(args.since) if args.since else None,
         until_ms=parse_ts(args.until) if args.until else None,
     )
@@ -176,8 +215,9 @@ def _short(text: str, n: int = 160) -> str:
     return one if len(one) <= n else one[: n - 1] + "…"
 
 
-def _print_message(m, score: float | None = None) -> None:
+def _print_message(m, score: float | None = None, with_project: bool = False) -> None:
     head = f"{m.timestamp[:16].replace('T', ' ')}  {_shown(m.id)}  {m.role}"
+    head += f"  in {_shown(m.project)}" if with_project else ""
     tags = f"{m.tags.domain}/{m.tags.type}" + (f"/{m.tags.engine}" if m.tags.engine else "")
     print(f"{head}  [{tags}]" + (f"  score {score:.4f}" if score is not None else ""))
     print(f"    {_short(m.text)}")
@@ -208,6 +248,10 @@ def _memory(args, service) -> int:
     if cmd == "import":
         items = read_jsonl(args.file, service.default_project)
         report = service.import_items(items, _progress("imported") if len(items) > 2000 else (lambda d, t: None))
+        from app.services.projects import Projects
+
+        for name in dict.fromkeys(it.project for it in items):  # listed under the name the file gives
+            Projects(service).ensure(name)
         if report.added >= 2000:
             sys.stderr.write("compacting the index…\n")
             for name in {it.project for it in items}:
@@ -244,7 +288,7 @@ def _memory(args, service) -> int:
         elif not hits:
             print("no matching messages")
         for h in hits if not args.json else []:
-            _print_message(h.message, h.score)
+            _print_message(h.message, h.score, with_project=args.all_projects)
         return EXIT_OK
     if cmd == "list":
         msgs = service.list(project, args.limit, _filters(args))
@@ -311,8 +355,14 @@ def _memory(args, service) -> int:
         print(f"remembered {mem.id}")
         return EXIT_OK
     if cmd == "forget":
-        service.forget(args.id, project)
-        print(f"forgot {args.id}")
+        meant = service.memories_meant(args.id, project)
+        if not meant:
+            raise _Expected(f"no kept memory is {args.id!r} or holds those words (`kelvin memory memories` lists them)")
+        if len(meant) > 1:
+            raise _Expected("several kept memories hold those words; give more of them, or the id:\n"
+                            + "\n".join(f"  {_shown(m.id)}  {_short(m.text)}" for m in meant))
+        service.forget(meant[0].id, project)
+        print(f"forgot: {_short(meant[0].text)}")
         return EXIT_OK
     if cmd == "memories":
         mems = service.memories(project)
@@ -337,6 +387,8 @@ def _chat(args, settings, service) -> int:
     if args.question and not args.once:
         raise _Usage("to ask one question and exit, add --once")
     conversation = Conversation(settings, service, mode=Mode.parse(args.mode or settings.mode))
+    if not args.verbose:  # the chat says itself when Ollama is away (its answer's first line): not twice
+        logging.getLogger("kelvin.memory").setLevel(logging.ERROR)
     guard = None
     try:
         if args.once:
@@ -344,7 +396,9 @@ def _chat(args, settings, service) -> int:
         from app.gpu_terminal import start_guard
 
         guard = start_guard(settings, conversation, service)
-        return terminal.chat_loop(conversation)
+        from app.chat_prompt import line_reader
+
+        return terminal.chat_loop(conversation, line_reader(conversation, sys.stdin.isatty() and sys.stdout.isatty()))
     finally:
         if guard is not None:
             guard.stop()
@@ -393,6 +447,11 @@ def _brief(args, settings, service) -> int:
     if isinstance(outcome.get("error"), BriefCancelled):
         sys.stderr.write(f"kelvin: {outcome['error']}\n")
         return 130
+    from app.services.brief import NothingNew
+
+    if isinstance(outcome.get("error"), NothingNew):
+        print(outcome["error"])  # not a failure: there was nothing to add
+        return EXIT_OK
     if "error" in outcome:
         raise outcome["error"]
     result = outcome["result"]
@@ -410,6 +469,49 @@ def _brief(args, settings, service) -> int:
 
 class _Usage(Exception):
     pass
+
+
+def _may_create(args) -> bool:
+    """The commands that may bring a project into being: `project create`, and an import (its
+    lines name their projects). Everything else works in a project that exists."""
+    return (args.command == "project" and args.project_command == "create") or \
+        (args.command == "memory" and args.memory_command == "import")
+
+
+def _known_project(service, name: str) -> None:
+    """A misspelt --project is an error that names the nearest project, never a new empty one."""
+    import difflib
+
+    from app.core.records import check_name
+    from app.services.projects import Projects
+
+    if service.store(check_name(name, "project")).exists():
+        return
+    known = [p.name for p in Projects(service).list()]
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.5) or \
+        difflib.get_close_matches(name.casefold(), [k.casefold() for k in known], n=1, cutoff=0.5)
+    hint = f"; did you mean {next(k for k in known if k.casefold() == near[0].casefold())!r}?" if near else ""
+    raise _Expected(f"there is no project {name!r}{hint} (`kelvin project list` shows them, "
+                    f"`kelvin project create {_quoted(name)}` makes it)")
+
+
+def _quoted(name: str) -> str:
+    import shlex
+
+    return shlex.quote(name)
+
+
+def _parser_of(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The (sub)command's own parser, so that a usage error shows the usage of what was typed."""
+    for dest in ("command", "project_command", "settings_command", "gpu_command", "memory_command"):
+        name = getattr(args, dest, None)
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # noqa: SLF001
+        if not name or not subs or name not in subs[0].choices:
+            continue
+        parser = subs[0].choices[name]
+    return parser
+
+
 
 
 class _Expected(Exception):
@@ -473,6 +575,15 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    real = sys.stdout
+    sys.stdout = Output(real) if real is not None and not isinstance(real, Output) else real
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = real
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="kelvin: %(message)s")
@@ -504,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
         from app.services.memory import MemoryService
 
         service = MemoryService(settings)
+        named = args.project if args.project is not None else settings.project  # the flag, or the setting
+        if named != "default" and not _may_create(args):
+            _known_project(service, named)
         if args.command == "chat":
             return _chat(args, settings, service)
         if args.command == "project":
@@ -513,8 +627,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "brief":
             return _brief(args, settings, service)
         return _memory(args, service)
+    except ReaderGone:
+        return reader_gone()
     except _Usage as exc:
-        parser.error(str(exc))
+        _parser_of(parser, args).error(str(exc))
     except _expected_problems() as exc:  # evaluated only when something was raised
         sys.stderr.write(f"kelvin: {exc}\n")
         return EXIT_ERROR

@@ -135,6 +135,8 @@ def replay_trace(settings, path: Path, as_json: bool, realtime: bool) -> int:
         sys.stderr.write(f"kelvin: {exc}\n")
         return EXIT_ERROR
     guard = GpuGuard(settings, source=None, synchronous=True)
+    sys.stderr.write(f"kelvin: replaying {path.name} with the real guard: where the trace calls for it, Kelvin's "
+                     f"own models ({', '.join(guard.models())}) are really unloaded from {settings.ollama_host}\n")
 
     def show(e: GuardEvent) -> None:
         print(json.dumps(e.to_json()) if as_json else _event(e), flush=True)

@@ -160,6 +160,10 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Settings
     settings = replace(Settings(), **values)
     if settings.num_ctx < 1024:
         raise SettingsError("num_ctx must be at least 1024 tokens")
+    kind, _, arg = settings.embedder.strip().partition(":")
+    if not ((kind == "none" and not arg) or kind in ("ollama", "st")):
+        raise SettingsError(f"embedder (KELVIN_EMBEDDER or kelvin.toml) must be 'ollama:<model>', "
+                            f"'st:<model or path>' or 'none' (got {settings.embedder!r})")
     if settings.mode not in ("gpu", "cpu", "recall"):
         raise SettingsError(f"mode must be gpu, cpu or recall (got {settings.mode!r})")
     if settings.yield_mode not in ("cpu", "recall"):

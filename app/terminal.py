@@ -12,6 +12,7 @@ import sys
 import threading
 from contextlib import contextmanager
 
+from app.console import ReaderGone, silence_stdout
 from app.core.commands import CommandError
 from app.core.records import RecordError, clean_output
 
@@ -119,9 +120,9 @@ def chat_once(conversation, question: str, as_json: bool = False) -> int:
         try:
             sys.stdout.write(token)
             sys.stdout.flush()
-        except (BrokenPipeError, OSError):  # `kelvin chat --once … | head`: the reader left; the turn is kept
+        except (ReaderGone, OSError):  # `kelvin chat --once … | head`: the reader left; the turn is kept
             screen["open"] = False
-            _silence_stdout()
+            silence_stdout()
 
     try:
         with _ctrl_c_cancels(conversation):
@@ -152,16 +153,6 @@ def chat_once(conversation, question: str, as_json: bool = False) -> int:
     return EXIT_ERROR
 
 
-def _silence_stdout() -> None:
-    """Point stdout at the null device, so the exit flush cannot fail on a closed pipe
-    (the recipe in Python's signal docs)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
 def _wait_stored(result, timeout: float = 60.0) -> bool:
     """A one-shot process exits right after: make sure the turn is on disk first."""
     ok = True
@@ -176,7 +167,8 @@ def _wait_stored(result, timeout: float = 60.0) -> bool:
 def chat_loop(conversation, read=input) -> int:
     c = conversation
     print(f"Kelvin — project {c.project} · mode {c.mode.value} · {c.model} at {c.settings.ollama_host}")
-    print("Type a question. /help lists commands; Ctrl+C stops a reply; /quit or Ctrl+D leaves.")
+    print("Type a question. /help lists commands; Ctrl+C stops a reply (at the prompt: clears the line); "
+          "/quit or Ctrl+D leaves.")
     hello = c.greeting()
     if hello:
         print(f"\n{hello}")
@@ -185,7 +177,9 @@ def chat_loop(conversation, read=input) -> int:
             text = read(f"\n[{c.project}] you ▸ ")
         except Terminated:
             raise
-        except (EOFError, KeyboardInterrupt):
+        except KeyboardInterrupt:  # Ctrl+C at the prompt clears the line, as in a shell; it never leaves
+            continue
+        except EOFError:
             print()
             return EXIT_OK
         if not text.strip():
@@ -296,7 +290,7 @@ def project(args, memory) -> int:
         if args.json:
             print(json.dumps([p.to_json() for p in items], ensure_ascii=False, indent=1))
         elif not items:
-            print("no projects yet; `kelvin project create NAME` or just `kelvin --project NAME chat`")
+            print("no projects yet; `kelvin project create NAME`, or `/project NAME` in `kelvin chat`")
         for p in items if not args.json else ():
             print(f"{p.name}  ({p.folder.name})")
     elif args.project_command == "create":
@@ -346,13 +340,14 @@ def settings(args, memory) -> int:
             for e in entries:
                 mark = "→" if cur is not None and e.id == cur.entry.id else " "
                 value = "(the current value)" if e.value is None and e.status == "rejected" else format_value(e.value, e.unit)
-                src = "by hand" if e.by == "artist" else (e.source_id or "")
+                src = ("by hand" + (f": {clean_output(e.note)}" if e.note else "")) if e.by == "artist" else (e.source_id or "")
                 print(f"  {mark} {when(e.ts_ms)}  {e.status:<9} {value:<14} {src}")
         return EXIT_OK
     if cmd == "set":
         entry = ledger.set(args.parameter, args.value, args.engine, project, note=args.note)
         print(f"{' '.join(x for x in (engine_label(entry.engine), entry.name) if x)} = "
-              f"{format_value(entry.value, entry.unit)} (set by hand; the history keeps what came before)")
+              f"{format_value(entry.value, entry.unit)} (set by hand" + (f": {clean_output(entry.note)}" if entry.note else "")
+              + "; the history keeps what came before)")
         return EXIT_OK
     ledger.unset(args.parameter, args.engine, project)
     print(f"{args.parameter}: no current value now (its history stays)")

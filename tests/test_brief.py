@@ -200,6 +200,14 @@ def test_a_killed_brief_process_leaves_the_old_brief_whole(tmp_path):
         proc.communicate(timeout=30)
         assert len(brief_calls(srv)) == 8
         assert {n: (folder / n).read_bytes() for n in before} == before
+        # nothing said since the time asked for: the brief with content stays, nothing is flagged
+        calls = len(brief_calls(srv))
+        empty = subprocess.run([sys.executable, "-m", "app", "brief", "--since", "2099-01-01"], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=120)
+        assert empty.returncode == 0, empty.stderr
+        assert empty.stdout.startswith("nothing new since 2099-01-01 00:00: the brief is unchanged")
+        assert "Numbers to check" not in empty.stdout and len(brief_calls(srv)) == calls
+        assert {n: (folder / n).read_bytes() for n in before} == before
 
 
 def test_in_recall_mode_the_brief_waits_for_the_render_and_then_runs_on_the_cpu(day):

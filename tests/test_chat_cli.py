@@ -163,3 +163,12 @@ def test_the_window_holds_each_past_message_once_and_says_how_much_it_retrieved(
     system = [b for b in server.requests_to("/api/chat") if b.get("messages")][-1]["messages"][0]["content"]
     assert system.count("GI clamp 10 for the kitchen") == 1
     assert "settle on" not in system.casefold()  # the question itself, asked before, is not retrieved again
+
+
+def test_with_ollama_away_the_chat_says_so_once(monkeypatch):
+    monkeypatch.setenv("KELVIN_EMBEDDER", "ollama:nomic-embed-text")  # the embedder is away too
+    kelvin("memory", "remember", "The client wants a warm key light")
+    out = kelvin("chat", input="what key light?\n/quit\n")
+    said = (out.stdout + out.stderr).casefold()
+    assert said.count("not reachable") == 1, out.stdout + out.stderr
+    assert "warm key light" in out.stdout

@@ -184,6 +184,7 @@ def test_an_unreachable_ollama_embedder_falls_back_to_full_text(tmp_path, monkey
 def test_odd_project_names_stay_inside_the_data_folder(tmp_path):
     data = tmp_path / "data"
     for name in ("../../escape", "..", "a/b\\c", "CON"):
+        kelvin("project", "create", name)
         kelvin("--project", name, "memory", "remember", "kept safe")
     made = sorted(p.name for p in data.iterdir())
     assert all((data / n).resolve().parent == data.resolve() for n in made)
@@ -289,3 +290,142 @@ def test_killing_during_commits_keeps_every_acknowledged_message(tmp_path):
     assert set(acked) <= set(journaled) and len(set(journaled)) == len(journaled)
     listed = json.loads(kelvin("memory", "list", "--limit", "0", "--json").stdout)
     assert sorted(m["id"] for m in listed) == sorted(journaled)
+
+
+def test_a_reader_that_leaves_early_is_no_damaged_store(tmp_path):
+    """`kelvin memory list | head -2`: the command ends quietly (the shell's 141 or 0), nothing on
+    stderr, and the store is as it was."""
+    rows = [{"id": f"m{i}", "text": f"GI clamp {i} in Octane for the kitchen shot, take {i} of the evening"}
+            for i in range(3000)]
+    kelvin("memory", "import", str(write_jsonl(tmp_path / "h.jsonl", rows)))
+    for args in (["memory", "list", "--limit", "0"], ["memory", "search", "kitchen", "--k", "3000"],
+                 ["memory", "list", "--limit", "0", "--json"]):
+        proc = subprocess.Popen([sys.executable, "-m", "app", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=os.environ.copy())
+        assert proc.stdout.readline()  # `head -1`: one line, then the reader leaves
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+        assert proc.wait(timeout=120) in (0, 141), (args, err)
+        assert err == "", (args, err)
+    assert json.loads(kelvin("memory", "stats", "--json").stdout)["messages"] == 3000
+
+
+def test_filter_values_are_checked_and_case_blind(tmp_path):
+    kelvin("memory", "import", str(write_jsonl(tmp_path / "h.jsonl", SESSION)))
+    by_engine = json.loads(kelvin("memory", "search", "GI clamp", "--engine", "Octane", "--json").stdout)
+    assert [h["id"] for h in by_engine] == ["a1"]
+    listed = json.loads(kelvin("memory", "list", "--domain", "Optimization", "--json").stdout)
+    assert "a1" in [m["id"] for m in listed]
+    for flag, typo, right in (("--domain", "lightning", "lighting"), ("--type", "settings", "setting"),
+                              ("--engine", "houdini", "octane")):
+        out = kelvin("memory", "search", "GI", flag, typo, check=False)
+        assert out.returncode == 2 and out.stdout == ""
+        assert f"{flag} '{typo}' is not one of:" in out.stderr and right in out.stderr
+        assert "usage: kelvin memory search" in out.stderr  # the subcommand's usage, not the top level's
+        assert "Traceback" not in out.stderr
+    out = kelvin("memory", "list", "--domain", "lightning", check=False)
+    assert out.returncode == 2 and "usage: kelvin memory list" in out.stderr
+
+
+def test_an_invalid_setting_is_one_line_naming_it(monkeypatch):
+    monkeypatch.setenv("KELVIN_EMBEDDER", "bogus")
+    for args in (["doctor"], ["memory", "stats"], ["info"]):
+        out = kelvin(*args, check=False)
+        assert out.returncode == 1 and "Traceback" not in out.stderr, (args, out.stderr)
+        assert out.stderr.startswith("kelvin: embedder (KELVIN_EMBEDDER or kelvin.toml) must be 'ollama:<model>'")
+        assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_note_is_kept_as_a_note_not_as_a_message_id():
+    out = kelvin("settings", "set", "gi clamp", "7", "--engine", "octane", "--note", "client review: too noisy")
+    assert "by hand: client review: too noisy" in out.stdout
+    history = json.loads(kelvin("settings", "history", "gi clamp", "--engine", "octane", "--json").stdout)
+    entry = history[0]["history"][-1]
+    assert (entry["note"], entry["source_id"], entry["by"]) == ("client review: too noisy", "", "artist")
+    assert "by hand: client review: too noisy" in kelvin("settings", "history", "gi clamp", "--engine", "octane").stdout
+    below = kelvin("settings", "set", "gi clamp", "-5", "--engine", "octane", check=False)
+    assert below.returncode == 1 and "GI clamp takes a number of at least 0 (got '-5')" in below.stderr
+
+
+def test_a_note_written_before_notes_had_their_own_field_reads_as_a_note():
+    from app.core.ledger import Entry
+
+    old = {"id": "3.0", "engine": "octane", "parameter": "gi_clamp", "value": 7, "unit": "", "status": "applied",
+           "ts_ms": 1, "source_id": "client review", "by": "artist"}
+    assert (Entry.from_json(old).note, Entry.from_json(old).source_id) == ("client review", "")
+    said = dict(old, by="rules", source_id="m_1")
+    assert (Entry.from_json(said).note, Entry.from_json(said).source_id) == ("", "m_1")
+
+
+def test_a_misspelt_project_is_an_error_never_a_new_project(tmp_path):
+    kelvin("project", "create", "Nike Spring")
+    data = Path(os.environ["KELVIN_DATA_DIR"])
+    before = sorted(p.name for p in data.iterdir())
+    for args in (["brief"], ["memory", "search", "GI clamp"], ["memory", "list"], ["settings", "list"],
+                 ["project", "new-conversation"], ["chat", "--once", "--mode", "recall", "what clamp?"]):
+        out = kelvin("--project", "nike sprng", *args, check=False)
+        assert out.returncode == 1 and "Traceback" not in out.stderr, (args, out.stderr)
+        assert "there is no project 'nike sprng'; did you mean 'Nike Spring'?" in out.stderr, (args, out.stderr)
+    env = {**os.environ, "KELVIN_PROJECT": "nike sprng"}  # the setting, not the flag: the same
+    proc = subprocess.run([sys.executable, "-m", "app", "memory", "remember", "x"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "did you mean 'Nike Spring'?" in proc.stderr
+    assert sorted(p.name for p in data.iterdir()) == before
+    assert [p["name"] for p in json.loads(kelvin("project", "list", "--json").stdout)] == ["Nike Spring"]
+    # the project's own name in any spelling that maps to it works; an import may bring a project
+    assert kelvin("--project", "nike spring", "memory", "list").returncode == 0
+    f = write_jsonl(tmp_path / "h.jsonl", [{"text": "GI clamp 10"}])
+    assert kelvin("--project", "Brand New", "memory", "import", str(f)).returncode == 0
+    assert "Brand New" in [p["name"] for p in json.loads(kelvin("project", "list", "--json").stdout)]
+
+
+def test_forget_takes_words_as_the_chat_does_and_all_projects_hits_say_their_project(tmp_path):
+    kelvin("memory", "remember", "The client wants warm tungsten light in every shot")
+    kelvin("memory", "remember", "Deliver at 3840x2160")
+    out = kelvin("memory", "forget", "warm tungsten")
+    assert out.stdout.startswith("forgot: The client wants warm tungsten light")
+    assert [m["text"] for m in json.loads(kelvin("memory", "memories", "--json").stdout)] == ["Deliver at 3840x2160"]
+    none = kelvin("memory", "forget", "purple haze", check=False)
+    assert none.returncode == 1 and "no kept memory is 'purple haze'" in none.stderr
+    kelvin("memory", "import", str(write_jsonl(tmp_path / "h.jsonl", SESSION)))
+    shown = kelvin("memory", "search", "rim light", "--all-projects").stdout
+    assert "in Perfume" in shown.splitlines()[0]
+
+
+def test_every_argument_has_help_and_says_its_default():
+    import argparse
+
+    from app.cli import _parser
+
+    missing = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, path + [name])
+            elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+                if not action.help:
+                    missing.append(" ".join(path + [action.dest]))
+
+    walk(_parser(), ["kelvin"])
+    assert missing == []
+    assert "how many of the latest (0: all) (default: 20)" in " ".join(
+        kelvin("memory", "list", "--help").stdout.split())
+
+
+@pytest.mark.parametrize("value", ["bogus", "-1"])
+def test_any_value_of_any_setting_is_taken_or_refused_in_one_line(value, monkeypatch):
+    from tests.conftest import _ENV_VARS
+
+    for var in _ENV_VARS:
+        if var in ("KELVIN_DATA_DIR", "KELVIN_CONFIG_DIR"):
+            continue
+        with monkeypatch.context() as m:
+            m.setenv(var, value)
+            out = kelvin("memory", "stats", check=False, timeout=60)
+        assert out.returncode in (0, 1) and "Traceback" not in out.stderr, (var, value, out.stderr)
+        if out.returncode == 1:
+            lines = [x for x in out.stderr.splitlines() if x.strip()]
+            assert len(lines) == 1 and lines[0].startswith("kelvin: "), (var, value, out.stderr)

@@ -33,6 +33,7 @@ class Entry:
     by: str = "rules"  # rules | model | artist
     candidate: bool = False
     order: int = 0  # arrival (journal seq), the tie-break after ts_ms
+    note: str = ""  # the artist's why, for a value set by hand
 
     @property
     def key(self) -> tuple[str, str]:
@@ -46,11 +47,15 @@ class Entry:
     @classmethod
     def from_json(cls, d: dict) -> "Entry":
         value = d.get("value")
+        source, note = str(d.get("source_id") or ""), str(d.get("note") or "")
+        if d.get("by") == "artist" and "note" not in d:  # written before notes had their own field
+            source, note = "", source
         return cls(id=str(d["id"]), engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
                    value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
-                   status=str(d["status"]), ts_ms=int(d["ts_ms"]), source_id=str(d.get("source_id") or ""),
+                   status=str(d["status"]), ts_ms=int(d["ts_ms"]), source_id=source,
                    domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""),
-                   by=str(d.get("by") or "rules"), candidate=bool(d.get("candidate")), order=int(d.get("order") or 0))
+                   by=str(d.get("by") or "rules"), candidate=bool(d.get("candidate")), order=int(d.get("order") or 0),
+                   note=note)
 
 
 @dataclass(frozen=True)

@@ -374,8 +374,14 @@ def parse_value(spec: ParamSpec, text: str) -> tuple[Value, str]:
         got = number_for(spec, num) if num else None
         if got is None:
             unit = f" in {spec.unit}" if spec.unit else ""
-            bounds = "" if spec.min is None and spec.max is None else f" between {spec.min:g} and {spec.max:g}" \
-                if spec.min is not None and spec.max is not None else ""
+            if spec.min is not None and spec.max is not None:
+                bounds = f" between {spec.min:g} and {spec.max:g}"
+            elif spec.min is not None:
+                bounds = f" of at least {spec.min:g}"
+            elif spec.max is not None:
+                bounds = f" of at most {spec.max:g}"
+            else:
+                bounds = ""
             raise ValueError(f"{spec.name} takes a {'whole ' if spec.kind == 'int' else ''}number{unit}{bounds} "
                              f"(got {text!r})")
         values.append(got)

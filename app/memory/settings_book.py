@@ -162,7 +162,7 @@ class SettingsBook:
                       value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
                       status="applied" if op == OP_SETTING_SET else UNSET, ts_ms=int(d["ts_ms"]),
                       domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""), by="artist",
-                      order=seq, source_id=str(d.get("note") or ""))
+                      order=seq, note=str(d.get("note") or ""))
         return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
 
     def _persist(self, lines: list[dict]) -> None:

@@ -51,6 +51,11 @@ class BriefFailed(RecordError):
     """The brief could not be written (no model, Ollama gone …); nothing was written. Plain words."""
 
 
+class NothingNew(BriefFailed):
+    """No message since the last brief (or since the time asked for), and a brief with content
+    exists: it is left as it is, and so is the archive."""
+
+
 @dataclass
 class BriefResult:
     project: str
@@ -142,6 +147,9 @@ class BriefBuilder:
         self.memory.flush()
         since = self.default_since(project) if since_ms is None else since_ms
         messages = self._messages(project, since)
+        if not messages and self._has_content(store.folder / BRIEF_FILE):
+            raise NothingNew(f"nothing new since {_iso(since).replace('T', ' ')[:16] if since else 'the start'}: "
+                             f"the brief is unchanged ({store.folder / BRIEF_FILE})")
         settings = self.ledger.current(project)
         settings_lines = [self._line(cur) for cur in settings]
         the_plan = plan_.plan(messages, self.conversation.settings.num_ctx)
@@ -186,7 +194,8 @@ class BriefBuilder:
             raise BriefCancelled("the brief was stopped; the previous brief is unchanged")
         narrative = plan_.sections(written)
         sources = [m.text for m in messages] + settings_lines
-        flagged = plan_.unsupported("\n".join(narrative.values()), sources)
+        # only what the model wrote is checked: Kelvin's own words (a date in "No conversation since …") never are
+        flagged = plan_.unsupported("\n".join(narrative.values()), sources) if calls else []
         narrative = {k: plan_.mark(v, flagged) for k, v in narrative.items()}
         rows = [(" ".join(x for x in (engine_label(cur.entry.engine), (cur.entry.name or cur.entry.parameter).replace("_", " ")) if x),
                  format_value(cur.entry.value, cur.entry.unit), _iso(cur.entry.ts_ms).replace("T", " ")[:16]
@@ -203,6 +212,13 @@ class BriefBuilder:
         self._save(result, since)
         progress(total, total, "Done")
         return result
+
+    @staticmethod
+    def _has_content(path: Path) -> bool:
+        try:
+            return bool(path.read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError):
+            return False
 
     def _messages(self, project: str, since: int) -> list[Message]:
         ids = self.memory.message_ids(project, Filters(since_ms=since or None))

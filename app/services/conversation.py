@@ -643,12 +643,7 @@ class Conversation:
         return done("")  # quit: the caller leaves
 
     def _forget(self, arg: str) -> str:
-        mems = self.memory.memories(self.project)
-        if arg.startswith("k_"):
-            match = [m for m in mems if m.id == arg]
-        else:
-            words = arg.lower()
-            match = [m for m in mems if words in m.text.lower()]
+        match = self.memory.memories_meant(arg, self.project)
         if len(match) == 1:
             self.memory.forget(match[0].id, self.project)
             return f"Forgot: {match[0].text}"

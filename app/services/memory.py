@@ -249,6 +249,16 @@ class MemoryService:
                      ts_ms=now_ms(), source_id=source_id)
         return mem, self.writer.submit(name, [(OP_MEMORY_ADD, mem.to_event())])
 
+    def memories_meant(self, said: str, project: str | None = None) -> list[Memory]:
+        """The kept memories ``said`` points at: the one with that id, or those whose text holds the
+        words (the chat's /forget and `kelvin memory forget` take either)."""
+        mems = self.memories(project)
+        by_id = [m for m in mems if m.id == said.strip()]
+        if by_id:
+            return by_id
+        words = " ".join(said.casefold().split())
+        return [m for m in mems if words and words in " ".join(m.text.casefold().split())]
+
     def forget(self, memory_id: str, project: str | None = None) -> None:
         store = self.store(project)
         self.writer.flush()

@@ -114,7 +114,7 @@ class HistoryModel(QAbstractTableModel):
             return None
         e = self.entries[index.row()]
         if e.by == "artist":
-            said = "by hand" + (f": {e.source_id}" if e.source_id else "")  # an artist's entry keeps its note there
+            said = "by hand" + (f": {e.note}" if e.note else "")
         else:
             said = self.sources.get(e.source_id, "")
         if role == Qt.ItemDataRole.ToolTipRole:
