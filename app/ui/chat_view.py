@@ -47,6 +47,9 @@ TRIM = 10  # dropped from the top at once when over MAX_SHOWN (dropping renders 
 RENDER_MS = 50
 
 
+LINE_CHARS = 96  # the longest line of the transcript at full screen, in average characters
+
+
 @dataclass
 class Chip:
     """A setting the turn stated (a ledger entry) and what the artist did with it."""
@@ -230,6 +233,27 @@ class ChatView(QWidget):
         if self._at_end:  # after the layout that changed the range has settled
             QTimer.singleShot(0, self._keep_at_end)
 
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit_measure()
+
+    def _fit_measure(self) -> None:
+        """At full screen the transcript keeps a line a person can read (about LINE_CHARS characters)
+        and sits in the middle; in a sidebar it takes the whole width."""
+        width = self.transcript.viewport().width()
+        measure = self.transcript.fontMetrics().averageCharWidth() * LINE_CHARS
+        side = max(0, (width - measure) // 2)
+        if side == getattr(self, "_measure", -1):
+            return
+        self._measure = side
+        frame = self.transcript.document().rootFrame()
+        fmt = frame.frameFormat()
+        fmt.setLeftMargin(side)
+        fmt.setRightMargin(side)
+        frame.setFrameFormat(fmt)
+        if self._at_end:
+            QTimer.singleShot(0, self._keep_at_end)
+
     def _keep_at_end(self) -> None:
         if self._at_end:
             bar = self.transcript.verticalScrollBar()
@@ -359,6 +383,8 @@ class ChatView(QWidget):
         cursor = QTextCursor(self.transcript.document())
         if first == 0:
             self.transcript.setHtml(self._html(0, self.entries[0]) if self.entries else "")
+            self._measure = -1  # a new document: its margins are set again
+            self._fit_measure()
             self._starts = [0] if self.entries else []
             first = 1
         elif first < len(self._starts):

@@ -92,7 +92,7 @@ class GpuView(QWidget):
         self.plot = VramPlot(renderers)
         legend = QLabel('<span style="color:#e07a2f">■</span> renderers &nbsp; <span style="color:#5fa8d3">■</span> '
                         'Kelvin &nbsp; <span style="color:#6b717c">■</span> everything else &nbsp; '
-                        '<span style="color:#f0b43c">- -</span> Kelvin leaves above this')
+                        '<span style="color:#f0b43c">- -</span> Kelvin leaves above this', wordWrap=True)
         self.free_button = QPushButton("Free VRAM now", objectName="freeNow")
         self.free_button.setToolTip("Unload Kelvin's models and answer on the CPU until you resume")
         self.free_button.clicked.connect(self.free_now)

@@ -13,7 +13,7 @@ import logging
 import time
 
 from PySide6.QtCore import QCoreApplication, QObject, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QCloseEvent, QFontMetrics, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QStackedWidget, QTabBar, QToolButton,
                                QVBoxLayout, QWidget)
 
@@ -33,6 +33,7 @@ log = logging.getLogger("kelvin.ui")
 MODES = (("gpu", "GPU"), ("cpu", "CPU"), ("recall", "Recall (no model)"), ("memory", "Memory only"))
 CHOSEN_MODES = 3  # the last one is not chosen: it says Kelvin answers from memory because the model cannot
 OLLAMA_CHECK_MS = 10_000
+NARROW_PX = 640  # narrower than this, the window is a sidebar: a compact header
 BANNER_MS = 12_000
 TRANSCRIPT_PAGE = 40  # messages read for the transcript at a time
 READY = "Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)"
@@ -95,13 +96,28 @@ class MainWindow(QMainWindow):
                                      "what is missing")
         self.setup_button.clicked.connect(lambda: self.show_setup())  # not clicked(bool) into `check`
         self.setup_panel = None  # app.ui.setup_panel.SetupPanel, made when first needed
-        header = QHBoxLayout()
-        header.setContentsMargins(8, 6, 8, 0)
-        for w in (self.project_box, self.mode_box):
-            header.addWidget(w)
-        header.addStretch(1)
+        # the header: the project and the mode on the left, the state and the buttons on the right; in
+        # a narrow window (a sidebar beside the 3D app) the right group moves to a second row and
+        # says less (the whole of it in tooltips)
+        self.header_right = QWidget(objectName="headerRight")
+        self.header_right.setMinimumWidth(1)  # its width asks for a wide window, never forces one
+        right = QHBoxLayout(self.header_right)
+        right.setContentsMargins(0, 0, 0, 0)
         for w in (self.gpu_label, self.ollama_label, self.setup_button, self.on_top):
-            header.addWidget(w)
+            right.addWidget(w)
+        self._header_top = QHBoxLayout()
+        for w in (self.project_box, self.mode_box):
+            self._header_top.addWidget(w)
+        self._header_top.addStretch(1)
+        self._header_top.addWidget(self.header_right)
+        self._header_second = QHBoxLayout()
+        self._header_second.addStretch(1)
+        header = QVBoxLayout()
+        header.setContentsMargins(8, 6, 8, 0)
+        header.setSpacing(4)
+        header.addLayout(self._header_top)
+        header.addLayout(self._header_second)
+        self._narrow: bool | None = None
 
         self.banner = QLabel(objectName="banner", wordWrap=True)
         self.banner.hide()
@@ -185,6 +201,54 @@ class MainWindow(QMainWindow):
         self.memory.search.setFocus()
         self.memory.search.selectAll()
 
+    # ---- narrow and wide -------------------------------------------------------------------------
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_header()
+
+    def _fit_header(self) -> None:
+        """Where the header's one row would not fit (or below NARROW_PX), its right group takes a
+        second row and its labels shrink to their first word ("Ollama", "GPU"; the state in the
+        tooltip), Setup… to ⚙ and On top to "Pin". The right group never holds the window wide: its
+        width is not a minimum, and the row is split before it would be cut."""
+        one_row = sum(w.sizeHint().width() for w in (self.project_box, self.mode_box)) + 3 * 12 + 16
+        if not self._narrow:
+            one_row += self.header_right.sizeHint().width()
+        else:  # what the right group would take with its full texts
+            one_row += sum(QFontMetrics(w.font()).horizontalAdvance(w.property("full") or w.text()) + 16
+                           for w in (self.gpu_label, self.ollama_label)) + 140
+        narrow = self.width() < max(NARROW_PX, one_row)
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        if narrow:
+            self._header_top.removeWidget(self.header_right)
+            self._header_second.addWidget(self.header_right)
+        else:
+            self._header_second.removeWidget(self.header_right)
+            self._header_top.addWidget(self.header_right)
+        for label in (self.gpu_label, self.ollama_label):
+            self._show_state(label)
+        self.setup_button.setText("⚙" if narrow else "Setup…")
+        self.on_top.setText("Pin" if narrow else "On top")
+
+    def _set_state(self, label: QLabel, text: str, tip: str | None = None) -> None:
+        """A header label's state: all of it at full width, its first word when narrow."""
+        label.setProperty("full", text)
+        if tip is not None:
+            label.setProperty("tip", tip)
+        self._show_state(label)
+
+    def _show_state(self, label: QLabel) -> None:
+        full = label.property("full") or ""
+        tip = label.property("tip") or ""
+        if self._narrow:
+            label.setText(full.split()[0].rstrip(":") if full.strip() else "")
+            label.setToolTip("\n".join(x for x in (full, tip) if x))
+        else:
+            label.setText(full)
+            label.setToolTip(tip)
+
     # ---- geometry ----------------------------------------------------------------------------------
     def _restore_geometry(self) -> None:
         """The size and place the window had, frame included (``pos()`` and ``move()`` both mean the
@@ -240,8 +304,7 @@ class MainWindow(QMainWindow):
         self.guard = guard
         if guard is None:
             why = problem or "the VRAM guard is switched off (vram_guard in kelvin.toml)"
-            self.gpu_label.setText("GPU: not watched")
-            self.gpu_label.setToolTip(f"Nothing to watch: {why}")
+            self._set_state(self.gpu_label, "GPU: not watched", f"Nothing to watch: {why}")
             self.gpu.set_available(False, why)
             self.tray.set_gpu(False, why)
             return
@@ -615,8 +678,7 @@ class MainWindow(QMainWindow):
             return f"Ollama {version} · {c.model}", missing or f"Ollama {version} at {c.backend.host}", missing
 
         def seen(r) -> None:
-            self.ollama_label.setText(r[0])
-            self.ollama_label.setToolTip(r[1])
+            self._set_state(self.ollama_label, r[0], r[1])
             self._ollama_problem = r[2]
             self._show_mode()
 
@@ -625,13 +687,11 @@ class MainWindow(QMainWindow):
     def _guard_state(self, state: str, reason: str) -> None:
         label = {"normal": "GPU: ok", "yielding": "GPU: leaving …", "yielded": "GPU: yielded to render",
                  "recovering": "GPU: coming back …", "off": "GPU: guard off"}.get(state, state)
-        self.gpu_label.setText(label)
+        self._set_state(self.gpu_label, label, reason or None)
         self.tray.set_state(state, reason)
         self.gpu.show_state(state, reason)
         self.gpu_label.setProperty("state", state)
         self.gpu_label.style().polish(self.gpu_label)
-        if reason:
-            self.gpu_label.setToolTip(reason)
         self._show_mode()
 
     def notify(self, title: str, text: str) -> None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QDateEdit, QHBoxLayout, 
                                QPushButton, QStyledItemDelegate, QTableView, QTabWidget, QVBoxLayout, QWidget)
 
 from app.core.highlight import spans
+from app.ui.flow_layout import FlowLayout
 from app.ui.settings_view import SettingsPanel
 
 PAGE = 100
@@ -35,6 +36,8 @@ ENGINES = ("octane", "redshift", "arnold", "cycles", "vray", "karma", "corona")
 DATES = (("any time", None), ("today", 0), ("since yesterday", 1), ("last 7 days", 7), ("last 30 days", 30),
          ("dates …", "range"))
 TEXT_COLUMN = len(COLUMNS) - 1
+NARROW_TABLE_PX = 620  # below this the table shows when, who and the message only
+NARROW_HIDDEN = (2, 3)  # domain, engine
 UNDO_KEPT = 20
 
 
@@ -154,8 +157,9 @@ class MessagesModel(QAbstractTableModel):
                 self._asked.add(page)
                 self.wanted.emit(self.ids[page * PAGE:(page + 1) * PAGE])
             return "…"
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return m.text[:2000]
+        if role == Qt.ItemDataRole.ToolTipRole:  # what a narrow table leaves out, and the whole text
+            about = " · ".join(x for x in (m.tags.domain, m.tags.engine) if x)
+            return f"{about}\n\n{m.text[:2000]}"
         col = index.column()
         if col == 0:
             return m.timestamp[:16].replace("T", " ")
@@ -248,7 +252,7 @@ class MemoryView(QWidget):
         self.filters = {}
         bar = QHBoxLayout()
         bar.addWidget(self.search, 1)
-        filters = QHBoxLayout()
+        filters = FlowLayout()  # one line at full width, wrapping in a sidebar
         for key, values in (("domain", DOMAINS), ("type", TYPES), ("engine", ENGINES)):
             box = QComboBox(objectName=f"filter_{key}")
             box.addItem(f"any {key}", None)
@@ -270,7 +274,6 @@ class MemoryView(QWidget):
         filters.addWidget(self.dates)
         filters.addWidget(self.date_from)
         filters.addWidget(self.date_to)
-        filters.addStretch(1)
 
         self.model = MessagesModel(self)
         self.model.edit_requested.connect(self.edit_requested)
@@ -287,11 +290,11 @@ class MemoryView(QWidget):
         header.setSectionResizeMode(TEXT_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.installEventFilter(self)
-        self.count = QLabel("", objectName="memoryCount")
+        self.count = QLabel("", objectName="memoryCount", wordWrap=True)
         self.delete_button = QPushButton("Delete", objectName="deleteMessage")
         self.delete_button.setToolTip("Delete the selected messages (Delete); Undo puts them back")
         self.delete_button.clicked.connect(self.delete_selected)
-        self.undo_label = QLabel("", objectName="undoLabel")
+        self.undo_label = QLabel("", objectName="undoLabel", wordWrap=True)
         self.undo_button = QPushButton("Undo", objectName="undo", enabled=False)
         self.undo_button.setToolTip("Undo the last edit or delete (Ctrl+Z)")
         self.undo_button.clicked.connect(self.undo)
@@ -362,6 +365,14 @@ class MemoryView(QWidget):
         self.count.setText(what)
 
     # ---- edit, delete, undo ----------------------------------------------------------------------------
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        """In a narrow window (a sidebar) the domain and engine columns step aside for the message
+        itself; the filters above still say them, and each row's tooltip holds everything."""
+        super().resizeEvent(event)
+        narrow = self.width() < NARROW_TABLE_PX
+        for col in NARROW_HIDDEN:
+            self.table.setColumnHidden(col, narrow)
+
     def eventFilter(self, obj, event) -> bool:  # noqa: N802
         if obj is self.table and event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Delete \
                 and self.table.state() != QTableView.State.EditingState:

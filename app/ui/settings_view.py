@@ -161,7 +161,7 @@ class SettingsPanel(QWidget):
         self.unset_button = QPushButton("Unset", objectName="unsetSetting", enabled=False)
         self.unset_button.setToolTip("Kelvin forgets the current value (the history stays)")
         self.unset_button.clicked.connect(self._unset)
-        self.count = QLabel("", objectName="settingsCount")
+        self.count = QLabel("", objectName="settingsCount", wordWrap=True)
         lower = QWidget()
         lower_layout = QVBoxLayout(lower)
         lower_layout.setContentsMargins(0, 4, 0, 0)

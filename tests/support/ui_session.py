@@ -6,6 +6,7 @@ reply stream, opens "what Kelvin looked at", plays a recorded Octane render thro
 guard for the GPU view, and saves PNGs::
 
     xvfb-run -a -s "-screen 0 1920x1080x24" .venv/bin/python -m tests.support.ui_session docs/screenshots
+    … ui_session docs/screenshots 400x900 -400     # the same session in a 400 px sidebar: chat-400.png …
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ BRIEF_REPLIES = (
 )
 
 
-def main(out: Path) -> int:
+def main(out: Path, size: tuple[int, int] = (620, 860), suffix: str = "") -> int:
     out.mkdir(parents=True, exist_ok=True)
     data = Path(tempfile.mkdtemp(prefix="kelvin-ui-session-"))
     os.environ["KELVIN_CONFIG_DIR"] = str(data / "config")
@@ -58,12 +59,13 @@ def main(out: Path) -> int:
         srv.queue_reply(REPLY)
         app = QApplication(sys.argv[:1])
         window = open_window(settings, app)
-        window.resize(620, 860)
+        window.resize(*size)
         steps = []
 
         def shot(name: str) -> None:
+            name = name.replace(".png", f"{suffix}.png")
             window.grab().save(str(out / name))
-            print(f"saved {out / name}", flush=True)
+            print(f"saved {out / name} ({window.width()}x{window.height()})", flush=True)
 
         def ask() -> None:
             if window.services is None or window.chat.composer.isReadOnly():  # services, then the transcript
@@ -139,4 +141,6 @@ def main(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")))
+    args = sys.argv[1:]
+    wanted = tuple(int(x) for x in args[1].split("x")) if len(args) > 1 else (620, 860)
+    sys.exit(main(Path(args[0] if args else "docs/screenshots"), wanted, args[2] if len(args) > 2 else ""))

@@ -1,0 +1,70 @@
+"""The window from a 360 px sidebar beside the 3D app to a full screen (issue 23, first part): every
+view at 360, 480, 900 and 1600 px wide, with real services — the window takes the width asked for,
+and no visible widget is clipped by its parent, squeezed below its own minimum or overlaps another."""
+from __future__ import annotations
+
+import pytest
+
+from tests.support.layout_check import problems
+from tests.support.ollama_server import OllamaTestServer
+from tests.test_ui_window import window  # noqa: F401 — the fixture
+
+
+@pytest.fixture
+def server():
+    with OllamaTestServer() as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("width", [360, 480, 900, 1600])
+def test_every_view_fits_from_a_sidebar_to_a_full_screen(qtbot, window, server, width):  # noqa: F811
+    w = window(server)
+    qtbot.waitUntil(lambda: (w.ollama_label.property("full") or w.ollama_label.text()).startswith("Ollama "),
+                    timeout=15_000)  # the header says what it will say all day
+    for view in range(w.tabs.count()):
+        w.tabs.setCurrentIndex(view)
+        pages = getattr(w.views.currentWidget(), "pages", None)  # the memory view's Messages and Settings
+        for page in range(pages.count() if pages is not None else 1):
+            if pages is not None:
+                pages.setCurrentIndex(page)
+            w.resize(width, 900)
+            qtbot.wait(60)
+            assert w.width() == width, f"view {view}: the window would not be {width} px wide"
+            assert problems(w) == [], f"view {view}, page {page}, {width} px"
+
+
+def test_a_narrow_window_has_a_compact_header_that_still_says_everything(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    qtbot.waitUntil(lambda: (w.ollama_label.property("full") or "").startswith("Ollama "), timeout=15_000)
+    full = w.ollama_label.property("full")
+    w.resize(1600, 900)
+    qtbot.wait(60)
+    assert w.ollama_label.text() == full and w.setup_button.text() == "Setup…"
+    assert w.header_right.geometry().top() < w.project_box.geometry().bottom()  # one row
+    w.resize(360, 900)
+    qtbot.wait(60)
+    assert w.ollama_label.text() == "Ollama" and full in w.ollama_label.toolTip()
+    assert w.setup_button.text() == "⚙" and w.setup_button.toolTip()
+    right = w.header_right.mapTo(w, w.header_right.rect().topLeft())
+    left = w.project_box.mapTo(w, w.project_box.rect().bottomLeft())
+    assert right.y() > left.y()  # the second row
+    w.resize(1600, 900)
+    qtbot.wait(60)
+    assert w.ollama_label.text() == full  # and back
+
+
+def test_at_full_screen_the_transcript_keeps_a_readable_line_in_the_middle(qtbot, window, server):  # noqa: F811
+    from app.ui.chat_view import LINE_CHARS
+
+    w = window(server)
+    transcript = w.chat.transcript
+    for width in (400, 1600, 400):
+        w.resize(width, 900)
+        qtbot.wait(60)
+        fmt = transcript.document().rootFrame().frameFormat()
+        text_px = transcript.viewport().width() - fmt.leftMargin() - fmt.rightMargin()
+        if width == 400:
+            assert fmt.leftMargin() == 0  # a sidebar: every pixel for the text
+        else:
+            assert fmt.leftMargin() == fmt.rightMargin() > 100  # centred
+            assert abs(text_px - transcript.fontMetrics().averageCharWidth() * LINE_CHARS) <= 2
