@@ -19,14 +19,20 @@ from datetime import datetime
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QTextCursor, QTextDocument
-from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QPlainTextEdit, QPushButton, QTextBrowser, QToolButton,
+                               QVBoxLayout, QWidget)
 
 from app.core.parameters import format_value
 from app.ui.markdown import plain, render
 
 TRANSCRIPT_CSS = """
 .who { color: #9aa0aa; font-size: 9pt; margin-bottom: 2px; }
+.when { color: #6b717c; }
+table { border-color: #3a3f47; margin: 4px 0; }
+th { background-color: #262a30; }
+.fold { color: #9aa0aa; font-size: 9pt; }
+.hello { color: #c8ccd3; margin: 24px 8px; }
+.hellohead { color: #ffffff; font-size: 13pt; font-weight: bold; }
 .you { background-color: #2b3038; margin: 6px 0 6px 40px; padding: 6px; }
 .kelvin { margin: 6px 40px 10px 0; }
 .notice { color: #f0b43c; font-size: 9pt; margin: 4px 0; }
@@ -77,9 +83,11 @@ class _Entry:
     ts_ms: int = 0  # when it was said (a new day gets a line above it)
     message_id: str = ""  # the stored message it shows (never shown itself)
     who: str = ""  # another speaker than "You" (an imported conversation)
+    copied: int = -1  # the code block just copied: its link says "Copied" for a moment
+    unfolded: bool = False  # a long paste shown whole
 
 
-_LINK_WORDS = {"copy": "Copy this code", "look": "Show or hide what Kelvin looked at",
+_LINK_WORDS = {"copy": "Copy this code", "unfold": "Show the whole message", "look": "Show or hide what Kelvin looked at",
                "earlier": "Show earlier messages", "chip:confirm": "Use this value",
                "chip:correct": "Correct this value", "chip:reject": "Not this setting: take it out"}
 
@@ -98,14 +106,40 @@ def _now_ms() -> int:
     return int(datetime.now().timestamp() * 1000)
 
 
+def _clock(ts_ms: int) -> str:
+    return datetime.fromtimestamp(ts_ms / 1000).strftime("%H:%M") if ts_ms else ""
+
+
+FOLD_CHARS = 1500  # a question longer than this shows its start and "show all"
+COPIED_MS = 1800
+COMPOSER_LINES = (2, 10)  # the input's height, in lines: it grows with its text up to the second
+HELLO = ("<p class='hellohead'>Hello — Kelvin remembers this project for you.</p>"
+         "<p>Ask about lighting, shading, camera or render settings; Kelvin answers with what was said and "
+         "decided here before, and keeps every setting you state (Memory → Settings). "
+         "<b>End of day</b> in the Brief view writes the project's brief; tomorrow starts from it.</p>")
+
+
 def _day(ts_ms: int) -> str:
     return datetime.fromtimestamp(ts_ms / 1000).strftime("%A %d %B %Y") if ts_ms else ""
 
 
 class Composer(QPlainTextEdit):
-    """Enter sends; Shift+Enter is a new line."""
+    """Enter sends; Shift+Enter is a new line. Grows with its text, from COMPOSER_LINES[0] lines up
+    to COMPOSER_LINES[1] (then it scrolls)."""
 
     submitted = Signal()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.textChanged.connect(self.fit)
+        self.fit()
+
+    def fit(self) -> None:
+        line = self.fontMetrics().lineSpacing()
+        lines = int(self.document().size().height()) or 1  # a plain text document counts in lines
+        low, high = COMPOSER_LINES
+        frame = int(self.document().documentMargin() * 2 + self.frameWidth() * 2 + 8)
+        self.setFixedHeight(max(low, min(high, lines)) * line + frame)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt's name)
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
@@ -135,7 +169,7 @@ class ChatView(QWidget):
         self._starts: list[int] = []  # where each entry begins in the transcript's document
         self.composer = Composer(objectName="composer")
         self.composer.setPlaceholderText("Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)")
-        self.composer.setFixedHeight(72)
+
         self.composer.submitted.connect(self._submit)
         self.send_button = QPushButton("Send", objectName="send")
         self.send_button.clicked.connect(self._submit)
@@ -164,6 +198,11 @@ class ChatView(QWidget):
         # document growing or the window resizing moves the bar too, and must not
         bar.actionTriggered.connect(lambda _action: QTimer.singleShot(0, self._moved_by_artist))
         self._at_end = True  # the artist reads the latest: a resize or a new line keeps it in view
+        # scrolled up to read: a button back to the latest, over the transcript's bottom right corner
+        self.jump = QToolButton(self.transcript, objectName="jumpLatest", text="↓ Latest")
+        self.jump.setToolTip("Back to the latest message")
+        self.jump.clicked.connect(self.jump_to_latest)
+        self.jump.hide()
         self._timer = QTimer(self, singleShot=True, interval=RENDER_MS)
         self._timer.timeout.connect(lambda: self._render(len(self.entries) - 1))
         self.set_ready(False, "Kelvin is starting …")
@@ -228,6 +267,19 @@ class ChatView(QWidget):
     def _moved_by_artist(self) -> None:
         bar = self.transcript.verticalScrollBar()
         self._at_end = bar.value() >= bar.maximum() - 4
+        self._place_jump()
+
+    def jump_to_latest(self) -> None:
+        self._at_end = True
+        self._keep_at_end()
+
+    def _place_jump(self) -> None:
+        self.jump.setVisible(not self._at_end)
+        if not self._at_end:
+            self.jump.adjustSize()
+            area = self.transcript.viewport().geometry()
+            self.jump.move(area.right() - self.jump.width() - 12, area.bottom() - self.jump.height() - 10)
+            self.jump.raise_()
 
     def _range_changed(self, _low: int, _high: int) -> None:
         if self._at_end:  # after the layout that changed the range has settled
@@ -236,6 +288,7 @@ class ChatView(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         self._fit_measure()
+        self._place_jump()
 
     def _fit_measure(self) -> None:
         """At full screen the transcript keeps a line a person can read (about LINE_CHARS characters)
@@ -258,6 +311,7 @@ class ChatView(QWidget):
         if self._at_end:
             bar = self.transcript.verticalScrollBar()
             bar.setValue(bar.maximum())
+        self._place_jump()
 
     def _want_earlier(self) -> None:
         if self._asked_earlier:
@@ -302,13 +356,23 @@ class ChatView(QWidget):
         if not text or self.composer.isReadOnly() or self.stop_button.isEnabled():
             return
         self.composer.clear()
+        self._at_end = True  # what is sent is what the artist wants to see: the latest
         self.send.emit(text)
+        self._keep_at_end()
 
     def _anchor(self, url: QUrl) -> None:
         target = url.toString()
         if target.startswith("copy:"):
             e, _, b = target[5:].partition(".")
-            QGuiApplication.clipboard().setText(self.entries[int(e)].blocks[int(b)])
+            entry = self.entries[int(e)]
+            QGuiApplication.clipboard().setText(entry.blocks[int(b)])
+            entry.copied = int(b)  # the link says so for a moment
+            self._render(int(e))
+            QTimer.singleShot(COPIED_MS, self, lambda: self._uncopied(entry))  # not after the view is gone
+        elif target.startswith("unfold:"):
+            entry = self.entries[int(target[7:])]
+            entry.unfolded = True
+            self._render(int(target[7:]))
         elif target.startswith("chip:"):
             action, _, where = target[5:].partition(":")
             e, _, c = where.partition(".")
@@ -328,6 +392,11 @@ class ChatView(QWidget):
             entry = self.entries[int(target[5:])]
             entry.open = not entry.open
             self._render(int(target[5:]))
+
+    def _uncopied(self, entry: _Entry) -> None:
+        if entry in self.entries and entry.copied >= 0:
+            entry.copied = -1
+            self._render(self._index(entry))
 
     @staticmethod
     def _chips(i: int, e: _Entry) -> str:
@@ -360,11 +429,22 @@ class ChatView(QWidget):
         return out
 
     def _body(self, i: int, e: _Entry) -> str:
+        when = f' <span class="when">· {_clock(e.ts_ms)}</span>' if e.ts_ms else ""
         if e.role == "user":
-            return f'<div class="you"><p class="who">{plain(e.who) if e.who else "You"}</p><p>{plain(e.text)}</p></div>'
+            text = e.text
+            fold = ""
+            if len(text) > FOLD_CHARS and not e.unfolded:  # a pasted log: its start, and the rest a click away
+                cut = text.rfind("\n", 0, FOLD_CHARS)
+                text = text[:cut if cut > FOLD_CHARS // 2 else FOLD_CHARS]
+                fold = (f'<p class="fold">… <a href="unfold:{i}">show all</a> '
+                        f'({len(e.text):,} characters, {e.text.count(chr(10)) + 1:,} lines)</p>')
+            who = plain(e.who) if e.who else "You"
+            return f'<div class="you"><p class="who">{who}{when}</p><p>{plain(text)}</p>{fold}</div>'
         if e.role == "notice":
             return f'<p class="notice">{plain(e.text)}</p>'
         body, e.blocks = render(e.text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")
+        if 0 <= e.copied < len(e.blocks):
+            body = body.replace(f'href="copy:{i}.{e.copied}">Copy</a>', f'href="copy:{i}.{e.copied}">Copied ✓</a>')
         tag = {"streaming": " · writing …", "cancelled": " · stopped", "cut": " · cut off", "failed": " · no reply",
                "recall": " · from memory"}.get(e.status, "")
         fold = ""
@@ -373,7 +453,7 @@ class ChatView(QWidget):
             fold = f'<p class="look"><a href="look:{i}">{arrow} What Kelvin looked at ({len(e.looked_at)})</a></p>'
             if e.open:
                 fold += '<ul class="looked">' + "".join(f"<li>{plain(x)}</li>" for x in e.looked_at) + "</ul>"
-        return f'<div class="kelvin"><p class="who">Kelvin{tag}</p>{body}{fold}{self._chips(i, e)}</div>'
+        return f'<div class="kelvin"><p class="who">Kelvin{when}{tag}</p>{body}{fold}{self._chips(i, e)}</div>'
 
     def _render(self, first: int = 0) -> None:
         """Draw the entries from ``first`` to the end; those above it stay as they are."""
@@ -382,7 +462,7 @@ class ChatView(QWidget):
         at_end = self._at_end
         cursor = QTextCursor(self.transcript.document())
         if first == 0:
-            self.transcript.setHtml(self._html(0, self.entries[0]) if self.entries else "")
+            self.transcript.setHtml(self._html(0, self.entries[0]) if self.entries else f'<div class="hello">{HELLO}</div>')
             self._measure = -1  # a new document: its margins are set again
             self._fit_measure()
             self._starts = [0] if self.entries else []
@@ -398,6 +478,7 @@ class ChatView(QWidget):
             cursor.insertFragment(self._fragment(self._html(i, self.entries[i])))
         if at_end:
             bar.setValue(bar.maximum())
+        self._place_jump()
 
     def _fragment(self, html: str):
         """An entry as a fragment that starts with a block break, so that its first paragraph keeps

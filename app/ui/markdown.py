@@ -1,6 +1,7 @@
 """Model output as safe HTML for Qt's text views: markdown-it-py with raw HTML off (a ``<script>``
-in a reply is shown as text), dangerous link schemes refused by markdown-it itself, and every code
-block given a "Copy" link (``copy:N``) whose text the view keeps.
+in a reply is shown as text), dangerous link schemes refused by markdown-it itself, every code
+block given a "Copy" link (``copy:N``) whose text the view keeps, fenced code coloured by Pygments
+(inline colours, which Qt's rich text draws), and tables with their borders.
 
 markdown-it loads on first use (the start-up worker calls :func:`parser`), not when
 the window is built: the first paint does not wait for it."""
@@ -18,7 +19,42 @@ def parser():
     """The parser, made once (importing markdown-it takes ~0.1 s: do it off the UI thread)."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
+    _lexer("python")  # Pygments loads here too, off the UI thread
+    return MarkdownIt("commonmark", {"html": False, "breaks": True, "highlight": _highlight}).enable("table")
+
+
+CODE_STYLE = "monokai"  # dark, like the transcript
+
+
+@cache
+def _formatter():
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(style=CODE_STYLE, noclasses=True, nowrap=True)
+
+
+@cache
+def _lexer(lang: str):
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        return get_lexer_by_name(lang, stripnl=False)
+    except ClassNotFound:
+        return None
+
+
+def _highlight(code: str, lang: str, _attrs) -> str:
+    """A fenced block's code as coloured spans ("" when its language is not named or not known:
+    markdown-it then escapes it as plain text). Pygments escapes the code itself."""
+    lexer = _lexer(lang.strip().lower()) if lang and lang.strip() else None
+    if lexer is None:
+        return ""
+    try:
+        from pygments import highlight
+    except ImportError:  # Pygments missing: plain code
+        return ""
+    return highlight(code, lexer, _formatter())
 
 
 def render(text: str, prefix: str = "") -> tuple[str, list[str]]:
@@ -29,6 +65,7 @@ def render(text: str, prefix: str = "") -> tuple[str, list[str]]:
     body = md.renderer.render(tokens, md.options, {})
     n = iter(range(len(blocks)))
     body = _PRE.sub(lambda m: f'<p class="copy"><a href="copy:{prefix}{next(n)}">Copy</a></p><pre>', body)
+    body = body.replace("<table>", '<table border="1" cellspacing="0" cellpadding="4">')  # Qt draws these borders
     return body, blocks
 
 

@@ -1,0 +1,112 @@
+"""The chat as artists know it (issue 23): You / Kelvin blocks with their time, bordered tables,
+coloured code with a Copy that says so, long pastes folded, an input that grows, jump-to-latest,
+and a greeting on an empty project — a real window, real services, the test server's replies."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QGuiApplication, QTextTable
+from PySide6.QtWidgets import QAbstractSlider
+
+from tests.support.ollama_server import OllamaTestServer
+from tests.test_ui_window import send, window  # noqa: F401 — the fixture
+
+REPLY = ("Here is the script and the table:\n\n```python\nimport bpy\nscene = bpy.context.scene  # the scene\n"
+         "scene.cycles.samples = 1024\n```\n\n| setting | value |\n|---|---|\n| GI clamp | 10 |\n| samples | 1024 |\n")
+
+
+@pytest.fixture
+def server():
+    with OllamaTestServer() as srv:
+        yield srv
+
+
+def _done(w):
+    return w._turn is None and w.chat.entries and w.chat.entries[-1].status != "streaming"
+
+
+def test_an_empty_project_greets_the_artist(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    assert "Hello — Kelvin remembers this project for you." in w.chat.transcript.toPlainText()
+    assert "End of day" in w.chat.transcript.toPlainText()
+
+
+def test_blocks_have_their_time_tables_borders_and_code_its_colours_and_copy_says_so(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    server.queue_reply(REPLY)
+    send(qtbot, w, "a script for the samples?")
+    qtbot.waitUntil(lambda: _done(w), timeout=15_000)
+    text = w.chat.transcript.toPlainText()
+    assert re.search(r"You · \d\d:\d\d\na script for the samples\?", text)
+    assert re.search(r"Kelvin · \d\d:\d\d\n", text)
+    assert "Hello — Kelvin" not in text  # the greeting is gone once there is a conversation
+    doc = w.chat.transcript.document()
+    tables = [f for f in doc.rootFrame().childFrames() if isinstance(f, QTextTable)]
+    assert tables and tables[0].format().border() > 0 and tables[0].rows() == 3
+    # the code block: its words in more than two colours (keywords, names, numbers, the comment)
+    colours = set()
+    block = doc.findBlock(text.index("import bpy"))
+    for _ in range(3):
+        it = block.begin()
+        while not it.atEnd():
+            colours.add(it.fragment().charFormat().foreground().color().name())
+            it += 1
+        block = block.next()
+    assert len(colours) >= 3, colours
+    i = len(w.chat.entries) - 1
+    w.chat._anchor(QUrl(f"copy:{i}.0"))
+    assert QGuiApplication.clipboard().text().startswith("import bpy\nscene = bpy.context.scene")
+    assert "Copied ✓" in w.chat.transcript.toPlainText()
+    qtbot.waitUntil(lambda: "Copied ✓" not in w.chat.transcript.toPlainText(), timeout=5000)
+
+
+def test_a_long_paste_is_folded_with_show_all(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    paste = "\n".join(f"[render] frame {n:04d}: 1024 samples, 12.4 s, peak VRAM 18.2 GB" for n in range(700))
+    server.queue_reply("The peak is stable.")
+    w.chat.composer.setPlainText(paste)
+    w.chat._submit()
+    qtbot.waitUntil(lambda: _done(w), timeout=15_000)
+    shown = w.chat.transcript.toPlainText()
+    assert "frame 0000" in shown and "frame 0699" not in shown and "show all" in shown
+    assert f"{len(paste):,} characters, 700 lines" in shown
+    i = next(n for n, e in enumerate(w.chat.entries) if e.role == "user")
+    w.chat._anchor(QUrl(f"unfold:{i}"))
+    assert "frame 0699" in w.chat.transcript.toPlainText()
+    w.services.memory.flush()
+    assert paste in [m.text for m in w.services.memory.list(limit=0)]  # stored whole all along
+
+
+def test_the_input_grows_with_its_text_up_to_a_limit(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    c = w.chat.composer
+    one = c.height()
+    c.setPlainText("\n".join(["line"] * 5))
+    five = c.height()
+    c.setPlainText("\n".join(["line"] * 60))
+    many = c.height()
+    c.setPlainText("")
+    assert one < five < many and c.height() == one
+    assert many <= 10 * c.fontMetrics().lineSpacing() + 40  # then it scrolls
+
+
+def test_scrolled_up_a_button_goes_back_to_the_latest_and_sending_jumps_there(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    for n in range(12):
+        server.queue_reply("A long answer.\n\n" + "More detail on the lighting. " * 40)
+        send(qtbot, w, f"question {n}")
+        qtbot.waitUntil(lambda: _done(w), timeout=15_000)
+    bar = w.chat.transcript.verticalScrollBar()
+    assert bar.maximum() > 0 and not w.chat.jump.isVisible()
+    bar.triggerAction(QAbstractSlider.SliderAction.SliderToMinimum)  # the artist scrolls up
+    qtbot.waitUntil(lambda: w.chat.jump.isVisible(), timeout=8000)
+    qtbot.mouseClick(w.chat.jump, __import__("PySide6.QtCore").QtCore.Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum() and not w.chat.jump.isVisible(), timeout=8000)
+    bar.triggerAction(QAbstractSlider.SliderAction.SliderToMinimum)
+    qtbot.waitUntil(lambda: w.chat.jump.isVisible(), timeout=8000)
+    server.queue_reply("ok")
+    send(qtbot, w, "and the fog?")  # sending while scrolled up shows the new message
+    qtbot.waitUntil(lambda: _done(w) and bar.value() == bar.maximum(), timeout=15_000)
+    assert not w.chat.jump.isVisible()
