@@ -110,3 +110,22 @@ def test_scrolled_up_a_button_goes_back_to_the_latest_and_sending_jumps_there(qt
     send(qtbot, w, "and the fog?")  # sending while scrolled up shows the new message
     qtbot.waitUntil(lambda: _done(w) and bar.value() == bar.maximum(), timeout=15_000)
     assert not w.chat.jump.isVisible()
+
+
+def test_the_memory_list_reads_as_words_and_the_selected_message_shows_whole(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    server.queue_reply("You settled on a **GI clamp of 10**; keep `max samples`:\n\n```text\nGI clamp 10\n```")
+    send(qtbot, w, "what clamp?")
+    qtbot.waitUntil(lambda: _done(w), timeout=15_000)
+    w.services.memory.flush()
+    w.tabs.setCurrentIndex(w.views.indexOf(w.memory))
+    model = w.memory.model
+    qtbot.waitUntil(lambda: model.rowCount() == 2 and all(model.index(r, 4).data() != "…" for r in range(2)),
+                    timeout=10_000)
+    row = next(r for r in range(2) if "settled" in model.index(r, 4).data())
+    shown = model.index(row, 4).data()
+    assert shown == "You settled on a GI clamp of 10; keep max samples: GI clamp 10"  # no ** ` or fences
+    w.memory.table.setCurrentIndex(model.index(row, 4))
+    preview = w.memory.preview.toPlainText()
+    assert "Kelvin" in preview.splitlines()[0] and "GI clamp of 10" in preview and "**" not in preview
+    assert w.memory.preview.document().toHtml().count("font-weight") >= 1  # bold, rendered

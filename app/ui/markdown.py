@@ -72,3 +72,21 @@ def render(text: str, prefix: str = "") -> tuple[str, list[str]]:
 def plain(text: str) -> str:
     """Text shown as it is (a question the artist typed), with line breaks kept."""
     return html.escape(text).replace("\n", "<br>")
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)[^\n]*$", re.MULTILINE)
+_MARKS = re.compile(r"(\*\*|__|~~|`)")
+_EMPH = re.compile(r"(?<![\w*])[*_](?=\S)(.+?)(?<=\S)[*_](?![\w*])")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def stripped(text: str) -> str:
+    """A message as one line of readable words: no Markdown marks (``**``, backticks, fences, ``#``
+    headings, link targets), the whitespace folded. For lists and previews, not for editing."""
+    text = _FENCE.sub(" ", text)
+    text = _LINK.sub(r"\1", text)
+    text = _HEADING.sub("", text)
+    text = _MARKS.sub("", text)
+    text = _EMPH.sub(r"\1", text)
+    return " ".join(text.split())

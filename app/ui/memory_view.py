@@ -18,10 +18,12 @@ from PySide6.QtCore import QAbstractTableModel, QDate, QEvent, QModelIndex, Qt, 
 from PySide6.QtGui import QKeySequence, QPalette, QShortcut, QTextDocument
 from PySide6.QtWidgets import (QApplication, QComboBox, QDateEdit, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPlainTextEdit, QStyle, QStyleOptionViewItem,
-                               QPushButton, QStyledItemDelegate, QTableView, QTabWidget, QVBoxLayout, QWidget)
+                               QPushButton, QSplitter, QStyledItemDelegate, QTableView, QTabWidget, QTextBrowser,
+                               QVBoxLayout, QWidget)
 
 from app.core.highlight import spans
 from app.ui.flow_layout import FlowLayout
+from app.ui.markdown import render, stripped
 from app.ui.settings_view import SettingsPanel
 
 PAGE = 100
@@ -36,6 +38,8 @@ ENGINES = ("octane", "redshift", "arnold", "cycles", "vray", "karma", "corona")
 DATES = (("any time", None), ("today", 0), ("since yesterday", 1), ("last 7 days", 7), ("last 30 days", 30),
          ("dates …", "range"))
 TEXT_COLUMN = len(COLUMNS) - 1
+PREVIEW_CSS = ".about { color: #9aa0aa; font-size: 9pt; } pre { background-color: #15171a; } " \
+              "table { border-color: #3a3f47; }"
 NARROW_TABLE_PX = 620  # below this the table shows when, who and the message only
 NARROW_HIDDEN = (2, 3)  # domain, engine
 UNDO_KEPT = 20
@@ -144,7 +148,7 @@ class MessagesModel(QAbstractTableModel):
             return mid
         if role == MarkedRole:
             m = self.cache.get(mid)
-            return marked(" ".join(m.text.split())[:PREVIEW_CHARS], self.searched) if m is not None and self.searched else ""
+            return marked(stripped(m.text)[:PREVIEW_CHARS], self.searched) if m is not None and self.searched else ""
         if role == Qt.ItemDataRole.EditRole and index.column() == TEXT_COLUMN:
             m = self.cache.get(mid)
             return m.text if m is not None else None
@@ -169,7 +173,7 @@ class MessagesModel(QAbstractTableModel):
             return m.tags.domain
         if col == 3:
             return m.tags.engine or ""
-        return " ".join(m.text.split())[:PREVIEW_CHARS]
+        return stripped(m.text)[:PREVIEW_CHARS]  # readable words, not Markdown's marks
 
 
 class _TextEditor(QPlainTextEdit):
@@ -290,6 +294,9 @@ class MemoryView(QWidget):
         header.setSectionResizeMode(TEXT_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.installEventFilter(self)
+        self.table.selectionModel().currentRowChanged.connect(self._show_preview)
+        self.model.dataChanged.connect(self._show_preview)  # an edit, or the page of the row just arrived
+        self.model.modelReset.connect(self._show_preview)
         self.count = QLabel("", objectName="memoryCount", wordWrap=True)
         self.delete_button = QPushButton("Delete", objectName="deleteMessage")
         self.delete_button.setToolTip("Delete the selected messages (Delete); Undo puts them back")
@@ -303,11 +310,21 @@ class MemoryView(QWidget):
         foot.addWidget(self.undo_label)
         foot.addWidget(self.undo_button)
         foot.addWidget(self.delete_button)
+        # the selected message, whole and rendered, under the list
+        self.preview = QTextBrowser(objectName="messagePreview")
+        self.preview.setOpenLinks(False)
+        self.preview.document().setDefaultStyleSheet(PREVIEW_CSS)
+        self.preview.setPlaceholderText("Select a message to read it whole here")
+        split = QSplitter(Qt.Orientation.Vertical, objectName="messageSplit")
+        split.addWidget(self.table)
+        split.addWidget(self.preview)
+        split.setSizes([360, 160])
+        split.setChildrenCollapsible(False)
         messages = QWidget()
         inner = QVBoxLayout(messages)
         inner.setContentsMargins(0, 4, 0, 0)
         inner.addLayout(filters)
-        inner.addWidget(self.table, 1)
+        inner.addWidget(split, 1)
         inner.addLayout(foot)
 
         self.settings = SettingsPanel()
@@ -379,6 +396,19 @@ class MemoryView(QWidget):
             self.delete_selected()
             return True
         return super().eventFilter(obj, event)
+
+    def _show_preview(self, *_args) -> None:
+        """The current row's message, whole: who, when, where it belongs, and its text rendered."""
+        index = self.table.currentIndex()
+        m = self.model.cache.get(self.model.ids[index.row()]) if index.isValid() and index.row() < len(self.model.ids) \
+            else None
+        if m is None:
+            self.preview.clear()
+            return
+        who = "You" if m.role == "user" else ("Kelvin" if m.role == "assistant" else m.role)
+        about = " · ".join(x for x in (m.timestamp[:16].replace("T", " "), who, m.tags.domain, m.tags.engine) if x)
+        body, _ = render(m.text)
+        self.preview.setHtml(f'<p class="about">{escape(about)}</p>{body}')
 
     def selected_messages(self) -> list:
         rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})

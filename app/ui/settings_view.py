@@ -195,7 +195,9 @@ class SettingsPanel(QWidget):
     def show_current(self, rows: list) -> None:
         key = self._key
         self.current.set_rows(rows)
-        self.count.setText(f"{len(rows)} settings with a current value · double-click a value to correct it")
+        self.count.setText(f"{len(rows)} settings with a current value · double-click a value to correct it" if rows
+                           else "No settings yet: state one in the chat (“GI clamp 10”) or set one by hand")
+        self.table.resizeColumnsToContents()  # a few dozen rows: names and values shown whole
         keys = [c.entry.key for c in self.current.rows]
         if key in keys:
             self.table.selectRow(keys.index(key))
@@ -203,11 +205,14 @@ class SettingsPanel(QWidget):
             self._key = None
             self.history.set_entries([], {})
             self.unset_button.setEnabled(False)
+            self.title.setText("Select a setting to see its history")  # never the title of one that is gone
 
     def show_history(self, key, entries: list, sources: dict) -> None:
         if key != self._key:
             return
         self.history.set_entries(entries, sources)
+        self.log.resizeColumnsToContents()
+        self.log.horizontalHeader().setStretchLastSection(True)
 
     def _selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
         key = self.current.data(current, KeyRole) if current.isValid() else None
