@@ -129,3 +129,31 @@ def test_the_memory_list_reads_as_words_and_the_selected_message_shows_whole(qtb
     preview = w.memory.preview.toPlainText()
     assert "Kelvin" in preview.splitlines()[0] and "GI clamp of 10" in preview and "**" not in preview
     assert w.memory.preview.document().toHtml().count("font-weight") >= 1  # bold, rendered
+
+
+def test_chips_are_one_per_setting_and_value_and_an_answer_never_moves_the_others(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    w.resize(420, 900)  # a sidebar: where a reflow would move things most
+    server.queue_reply("Keep the GI clamp at 25 in Octane; or try a GI clamp of 8, and max samples 2048.")
+    send(qtbot, w, "In Octane we went with a GI clamp of 25. Too noisy, what now?")
+    qtbot.waitUntil(lambda: _done(w), timeout=15_000)
+    answer = w.chat.entries[-1]
+    qtbot.waitUntil(lambda: len(answer.chips) >= 3, timeout=10_000)
+    labels = [(c.label, c.entry.status) for c in answer.chips]
+    assert len({label for label, _ in labels}) == len(labels), labels  # 25 is in use: not also suggested
+    assert ("Octane GI clamp 25", "applied") in labels
+    doc = w.chat.transcript.document()
+
+    def tops() -> dict:
+        out = {}
+        for c in answer.chips:
+            found = doc.find(c.label)
+            block = found.block()
+            out[c.label] = (doc.documentLayout().blockBoundingRect(block).top(), block.layout().lineCount())
+        return out
+
+    before = tops()
+    n = next(k for k, c in enumerate(answer.chips) if c.entry.value == 8)
+    w.chat._anchor(QUrl(f"chip:confirm:{w.chat.entries.index(answer)}.{n}"))
+    qtbot.waitUntil(lambda: answer.chips[n].state == "in use", timeout=10_000)
+    assert tops() == before  # every chip where it was, the answered one included

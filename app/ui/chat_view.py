@@ -42,8 +42,10 @@ code { font-family: monospace; color: #e6c07b; }
 .look { font-size: 9pt; margin-top: 4px; }
 .looked { color: #9aa0aa; font-size: 9pt; }
 a { color: #e0914f; }
-.chips { font-size: 9pt; margin-top: 4px; }
-.chip { background-color: #2b3038; color: #d8dadf; }
+.chips { font-size: 9pt; margin-top: 6px; }
+.chiphead { color: #9aa0aa; font-size: 8pt; margin: 0; }
+.chip { margin: 1px 0; }
+.chipst { color: #9aa0aa; }
 .chipdone { color: #9aa0aa; }
 .day { color: #6b717c; font-size: 8pt; margin: 12px 0 2px 0; }
 .earlier { font-size: 9pt; margin: 2px 0 8px 0; }
@@ -110,6 +112,8 @@ def _clock(ts_ms: int) -> str:
     return datetime.fromtimestamp(ts_ms / 1000).strftime("%H:%M") if ts_ms else ""
 
 
+CHIP_WORDS = {"applied": "in use", "proposed": "suggested", "rejected": "turned down"}
+CHIP_COLOURS = {"applied": "#7fc98a", "proposed": "#f0b43c", "rejected": "#9aa0aa"}
 FOLD_CHARS = 1500  # a question longer than this shows its start and "show all"
 COPIED_MS = 1800
 COMPOSER_LINES = (2, 10)  # the input's height, in lines: it grows with its text up to the second
@@ -341,9 +345,16 @@ class ChatView(QWidget):
         self._render(self._index(entry))
 
     def show_chips(self, entry: _Entry, found: list, project: str = "") -> None:
-        """The settings a turn stated (ledger entries), under its answer."""
+        """The settings a turn stated (ledger entries), under its answer: one chip per setting and
+        value — a value said as in use is not offered again as a suggestion."""
         if entry in self.entries and found:
-            entry.chips = [Chip(e, project) for e in found]
+            rank = {"applied": 0, "proposed": 1, "rejected": 2}
+            best: dict[tuple, object] = {}
+            for e in found:
+                key = (e.engine, e.parameter, format_value(e.value, e.unit))
+                if key not in best or rank.get(e.status, 3) < rank.get(best[key].status, 3):
+                    best[key] = e
+            entry.chips = [Chip(e, project) for e in best.values()]
             self._render(self._index(entry))
 
     def chip_done(self, chip: Chip, state: str) -> None:
@@ -400,18 +411,23 @@ class ChatView(QWidget):
 
     @staticmethod
     def _chips(i: int, e: _Entry) -> str:
+        """One line per setting and value, its status in words and colour, the three answers as
+        short links (the status bar says what each does). An answer changes only its own line: the
+        others stay where they were."""
         if not e.chips:
             return ""
-        bits = []
+        lines = []
         for n, chip in enumerate(e.chips):
             status = chip.entry.status
+            dot = f'<span style="color:{CHIP_COLOURS.get(status, "#9aa0aa")}">●</span>'
             if chip.state:
-                bits.append(f'<span class="chipdone">{plain(chip.label)} · {plain(chip.state)}</span>')
+                lines.append(f'<p class="chip">{dot} {plain(chip.label)} '
+                             f'<span class="chipdone">· {plain(chip.state)}</span></p>')
                 continue
-            bits.append(f'<span class="chip">&nbsp;{plain(chip.label)} · {status}&nbsp;</span> '
-                        f'<a href="chip:confirm:{i}.{n}">✓ use</a> <a href="chip:correct:{i}.{n}">✎ correct</a> '
-                        f'<a href="chip:reject:{i}.{n}">✗ not this</a>')
-        return '<p class="chips">Settings: ' + " &nbsp;│&nbsp; ".join(bits) + "</p>"
+            lines.append(f'<p class="chip">{dot} {plain(chip.label)} <span class="chipst">· '
+                         f'{CHIP_WORDS.get(status, status)}</span> &nbsp; <a href="chip:confirm:{i}.{n}">✓ use</a>'
+                         f' <a href="chip:correct:{i}.{n}">✎</a> <a href="chip:reject:{i}.{n}">✗</a></p>')
+        return '<div class="chips"><p class="chiphead">Settings in this turn</p>' + "".join(lines) + "</div>"
 
     def _html(self, i: int, e: _Entry) -> str:
         return self._above(i, e) + self._body(i, e)
