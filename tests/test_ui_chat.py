@@ -157,3 +157,23 @@ def test_chips_are_one_per_setting_and_value_and_an_answer_never_moves_the_other
     w.chat._anchor(QUrl(f"chip:confirm:{w.chat.entries.index(answer)}.{n}"))
     qtbot.waitUntil(lambda: answer.chips[n].state == "in use", timeout=10_000)
     assert tops() == before  # every chip where it was, the answered one included
+
+
+def test_an_answer_from_memory_says_why_once_with_the_fix_and_quotes_only_what_was_asked(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    for text in ("Octane in Cinema 4D. Set the GI clamp to 25.", "ok, GI clamp 10 it is.", "AO distance 5",
+                 "Output resolution 1920x1080", "Camera f-stop 2.8, focal length 50mm", "exposure 1.2"):
+        w.services.memory.commit(text, conversation_id="yesterday")
+    w.services.memory.flush()
+    server.stop()  # Ollama goes away
+    send(qtbot, w, "What GI clamp did we settle on?")
+    qtbot.waitUntil(lambda: _done(w), timeout=20_000)
+    answer = w.chat.entries[-1]
+    assert answer.status == "recall"
+    text = w.chat.transcript.toPlainText()
+    assert text.count("Ollama is not running") == 1 and "not reachable" not in text
+    assert "Start Ollama from the Setup panel" in text and "KELVIN_OLLAMA_HOST" not in text
+    assert "Octane GI clamp = 10" in text  # the setting the question is about, with its date
+    for unrelated in ("AO distance", "1920x1080", "f-stop", "exposure"):
+        assert unrelated not in answer.text, unrelated
+    assert "You, " in answer.text and "ok, GI clamp 10 it is." in answer.text

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from app.core.context import source_line, when
+from app.core.context import when
+from app.core.highlight import spans
 from app.core.records import Memory, Message
 from app.core.tokens import clip
 
@@ -32,6 +33,12 @@ def _best_passage(text: str, question: str, max_tokens: int = QUOTE_TOKENS) -> s
     return clip(passage, max_tokens, "")[0]
 
 
+def said_line(m: Message) -> str:
+    """Who said it and when, as a person reads it, and the readable file that holds it."""
+    who = m.speaker or {"user": "You", "assistant": "Kelvin"}.get(m.role, m.role)
+    return f"{who}, {when(m.ts_ms)} (in `{m.tags.domain}.md`)"
+
+
 def _quote(text: str) -> str:
     return "\n".join("> " + line if line.strip() else ">" for line in text.splitlines())
 
@@ -40,6 +47,8 @@ def recall_answer(question: str, *, reason: str, settings: tuple[str, ...] = (),
                   messages: tuple[Message, ...] = (), limit: int = 5) -> str:
     """Markdown answer built from memory. ``reason`` is the first line: why there is no model."""
     out = [f"_{reason}_", ""]
+    # past messages that say a word of the question themselves (not found through a neighbour's words)
+    messages = tuple(m for m in messages if spans(m.text, question))
     if not (settings or memories or messages):
         shown = clip(" ".join(question.split()), 30, "")[0]
         out.append(f"Nothing in this project's memory matches “{shown}”.")
@@ -51,8 +60,7 @@ def recall_answer(question: str, *, reason: str, settings: tuple[str, ...] = (),
         out += ["", "**Kept facts and preferences**"]
         out += [f"- {m.text} _(kept {when(m.ts_ms)}, {m.category})_" for m in memories[:limit]]
     if messages:
-        out += ["", "**Past messages**"]
+        out += ["", "**What was said**"]
         for m in messages[:limit]:
-            out += ["", f"{source_line(m)} — in `{m.tags.domain}.md`",
-                    _quote(_best_passage(m.text, question))]
+            out += ["", f"{said_line(m)}:", _quote(_best_passage(m.text, question))]
     return "\n".join(out)

@@ -219,7 +219,7 @@ class Conversation:
                 result = self._answer(turn, question, recent, recalled, memories, settings, on_token, repeats)
                 if result.status == "failed" and fallback and result.error_kind in ("not_running", "model_missing",
                                                                                     "out_of_memory"):
-                    reason = f"{result.error} Answering from memory meanwhile."
+                    reason = self._why_from_memory(result)
                     failed = result
                     result = self._recall(question, recalled, memories, settings, reason)
                     result.error, result.error_kind = failed.error, failed.error_kind
@@ -277,6 +277,19 @@ class Conversation:
         except Exception:  # noqa: BLE001
             log.exception("settings lookup failed; answering without current settings")
         return recalled, memories, settings, repeats
+
+    # what the front end says to fix a missing model, in its own words (the window: its Setup panel);
+    # None: the error's own words (the terminal's: `ollama serve`, `ollama pull …`)
+    fix_words: dict[str, str] | None = None
+    SHORT_WHY = {"not_running": "Ollama is not running", "model_missing": "the chat model is not in Ollama",
+                 "out_of_memory": "the model does not fit in memory right now"}
+
+    def _why_from_memory(self, failed: TurnResult) -> str:
+        """The one line that says why this answer comes from memory, and the fix."""
+        if self.fix_words and failed.error_kind in self.fix_words:
+            return f"{self.SHORT_WHY[failed.error_kind].capitalize()}, so this answer comes from memory. " \
+                   f"{self.fix_words[failed.error_kind]}"
+        return f"{failed.error.rstrip('. ')}. Answering from memory meanwhile."
 
     def _recall(self, question: Message, recalled, memories, settings, reason: str) -> TurnResult:
         answer = recall_answer(question.text, reason=reason, settings=settings, memories=memories, messages=recalled)

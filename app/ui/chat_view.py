@@ -339,7 +339,7 @@ class ChatView(QWidget):
         entry.text = text or entry.text
         entry.status = "" if status == "complete" else status
         entry.looked_at = looked_at
-        if error and status in ("failed", "cut", "recall", "cancelled"):
+        if error and status in ("failed", "cut", "cancelled"):  # a recall answer says why in its first line
             entry.text = f"*{error}*\n\n{entry.text}" if entry.text else f"*{error}*"
         self._timer.stop()
         self._render(self._index(entry))

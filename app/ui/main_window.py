@@ -292,9 +292,14 @@ class MainWindow(QMainWindow):
         self.attach_guard(services.guard, services.gpu_problem)
         self.browser.attach(services, services.conversation.project)
         self.project_now(services.conversation.project, greet=True)
-        for notice in services.memory.notices:
-            self.chat.add("notice", notice)
-        self.statusBar().showMessage(f"Ready · {services.memory.data_dir}", 5000)
+        services.conversation.fix_words = {  # a recall answer's fix, in the window's words
+            "not_running": "Start Ollama from the Setup panel (Setup… in the header).",
+            "model_missing": f"Pull {services.conversation.model} from the Setup panel (Setup… in the header).",
+            "out_of_memory": "Choose CPU in the mode box, or free VRAM in the GPU view."}
+        # the memory's own notices (an embedder away: search by full text meanwhile) go to the status
+        # bar: the header and the mode box already say that Ollama is away, the transcript need not
+        said = "; ".join(services.memory.notices)
+        self.statusBar().showMessage(f"Ready · {said}" if said else f"Ready · {services.memory.data_dir}", 8000)
         self._check_ollama()
         self._ollama_timer.start()
         self._check_setup()
