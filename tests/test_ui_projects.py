@@ -145,13 +145,29 @@ def test_earlier_messages_are_a_scroll_away(qtbot, window):
         assert len(w.chat.entries) == 40 and w.chat.more_above
         assert w.chat.entries[-1].text.startswith("default turn 94")
         assert "Earlier messages" in w.chat.transcript.toPlainText()
-        w.chat.transcript.verticalScrollBar().setValue(0)  # the artist scrolls to the top
+        bar = w.chat.transcript.verticalScrollBar()
+        bar.triggerAction(bar.SliderAction.SliderToMinimum)  # the artist scrolls to the top
         qtbot.waitUntil(lambda: len(w.chat.entries) == 80, timeout=10_000)
-        w.chat.transcript.verticalScrollBar().setValue(0)
+        bar.triggerAction(bar.SliderAction.SliderToMinimum)
         qtbot.waitUntil(lambda: len(w.chat.entries) == 95 and not w.chat.more_above, timeout=10_000)
         assert [e.text.split(":")[0] for e in w.chat.entries] == [f"default turn {i}" for i in range(95)]
         assert "Earlier messages" not in w.chat.transcript.toPlainText()
         assert w.chat.transcript.toPlainText().count("— ") >= 1  # the day line
+
+
+def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):
+    """A redrawn transcript starts at the top for a moment: that must not load the history page after
+    page (it did, and with 100k messages the window never settled)."""
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        seed(w, "default", 95, "turn")
+        w.project_now("default")
+        qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly() and bool(w.chat.entries), timeout=10_000)
+        for _ in range(3):
+            w.chat._render()  # the whole transcript drawn again
+            w.chat.transcript.verticalScrollBar().setValue(0)  # moved by the program, not the artist
+            qtbot.wait(200)
+        assert len(w.chat.entries) == 40 and w.pools.busy() == 0
 
 
 def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_where_they_are(qtbot, window):

@@ -68,3 +68,19 @@ def test_at_full_screen_the_transcript_keeps_a_readable_line_in_the_middle(qtbot
         else:
             assert fmt.leftMargin() == fmt.rightMargin() > 100  # centred
             assert abs(text_px - transcript.fontMetrics().averageCharWidth() * LINE_CHARS) <= 2
+
+
+@pytest.mark.parametrize("scale", ["1", "1.5"])
+def test_nothing_clips_at_100_and_150_percent_scaling(scale):
+    """A fresh process per scale (Qt reads the factor when it starts): every view at a sidebar's
+    width and a full screen's, in device-independent pixels."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "QT_SCALE_FACTOR": scale, "QT_QPA_PLATFORM": "offscreen"}
+    proc = subprocess.run([sys.executable, "-m", "tests.support.layout_check", "360", "480", "1600"], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]

@@ -196,7 +196,6 @@ class ChatView(QWidget):
         self._asked_earlier = False
         self.transcript.highlighted.connect(lambda url: self.link_hovered.emit(link_words(url.toString())))
         bar = self.transcript.verticalScrollBar()
-        bar.valueChanged.connect(self._scrolled)
         bar.rangeChanged.connect(self._range_changed)
         # the artist's own scrolling (wheel, keys, drag) says whether they read the latest; the
         # document growing or the window resizing moves the bar too, and must not
@@ -264,14 +263,15 @@ class ChatView(QWidget):
         self.entries, self.more_above = [], False
         self._render()
 
-    def _scrolled(self, value: int) -> None:
-        if value == self.transcript.verticalScrollBar().minimum() and self.more_above and self.isVisible():
-            self._want_earlier()
-
     def _moved_by_artist(self) -> None:
+        """The artist scrolled (wheel, keys, drag): whether they read the latest, and at the top the
+        earlier messages. Only their own scrolling asks for those: a new document's bar starts at
+        the top too, and must not load the whole history page after page."""
         bar = self.transcript.verticalScrollBar()
         self._at_end = bar.value() >= bar.maximum() - 4
         self._place_jump()
+        if bar.value() == bar.minimum() and self.more_above and self.isVisible():
+            self._want_earlier()
 
     def jump_to_latest(self) -> None:
         self._at_end = True

@@ -42,3 +42,46 @@ def problems(window: QWidget) -> list[str]:
                 out.append(f"overlap: {type(w).__name__}#{w.objectName()} {g.getRect()} and "
                            f"{type(s).__name__}#{s.objectName()} {s.geometry().getRect()}")
     return out
+
+
+def main(widths: list[int]) -> int:
+    """Run in a fresh process (``QT_SCALE_FACTOR`` is read when Qt starts): the window, every view at
+    each width, what is wrong as JSON lines on stdout, exit 0 when nothing is."""
+    import json
+    import os
+    import tempfile
+    import time
+
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from app.settings import load
+    from app.ui.main_window import MainWindow
+
+    app = QApplication([])
+    folder = tempfile.mkdtemp(prefix="kelvin-layout-")
+    window = MainWindow(load({"data_dir": os.path.join(folder, "data")}),
+                        QSettings(os.path.join(folder, "w.ini"), QSettings.Format.IniFormat))
+    window.show()
+    bad = 0
+    for width in widths:
+        for view in range(window.tabs.count()):
+            window.tabs.setCurrentIndex(view)
+            window.resize(width, 900)
+            for _ in range(6):
+                app.processEvents()
+                time.sleep(0.02)  # (tight processEvents loops crash PySide6 6.12)
+            found = problems(window)
+            if window.width() != width:
+                found.append(f"the window is {window.width()} px wide, not {width}")
+            for p in found:
+                print(json.dumps({"width": width, "view": view, "problem": p}), flush=True)
+            bad += len(found)
+    window.close()
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main([int(w) for w in sys.argv[1:]] or [360, 480, 900, 1600]))
