@@ -146,10 +146,15 @@ def test_earlier_messages_are_a_scroll_away(qtbot, window):
         assert w.chat.entries[-1].text.startswith("default turn 94")
         assert "Earlier messages" in w.chat.transcript.toPlainText()
         bar = w.chat.transcript.verticalScrollBar()
-        bar.triggerAction(bar.SliderAction.SliderToMinimum)  # the artist scrolls to the top
-        qtbot.waitUntil(lambda: len(w.chat.entries) == 80, timeout=10_000)
-        bar.triggerAction(bar.SliderAction.SliderToMinimum)
-        qtbot.waitUntil(lambda: len(w.chat.entries) == 95 and not w.chat.more_above, timeout=10_000)
+        qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=10_000)  # laid out: there is somewhere to scroll
+
+        def scrolled_up_to(n: int) -> bool:  # the artist keeps scrolling to the top until more come
+            if len(w.chat.entries) < n:
+                bar.triggerAction(bar.SliderAction.SliderToMinimum)
+            return len(w.chat.entries) == n
+
+        qtbot.waitUntil(lambda: scrolled_up_to(80), timeout=10_000)
+        qtbot.waitUntil(lambda: scrolled_up_to(95) and not w.chat.more_above, timeout=10_000)
         assert [e.text.split(":")[0] for e in w.chat.entries] == [f"default turn {i}" for i in range(95)]
         assert "Earlier messages" not in w.chat.transcript.toPlainText()
         assert w.chat.transcript.toPlainText().count("— ") >= 1  # the day line

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QS
 
 from app.core.parameters import format_value
 from app.core.records import format_ts
+from app.ui.markdown import stripped
 
 KeyRole = Qt.ItemDataRole.UserRole + 2
 CURRENT_COLUMNS = ("Engine", "Setting", "Value", "Set", "By", "Before")
@@ -123,7 +124,7 @@ class HistoryModel(QAbstractTableModel):
             return None
         return (when(e.ts_ms), format_value(e.value, e.unit), e.status,
                 "you" if e.by == "artist" else ("model" if e.by == "model" else "chat"),
-                " ".join(said.split())[:240])[index.column()]
+                stripped(said)[:240])[index.column()]  # the message's words, not its Markdown marks
 
 
 class SettingsPanel(QWidget):
