@@ -199,7 +199,7 @@ class ChatView(QWidget):
         bar.rangeChanged.connect(self._range_changed)
         # the artist's own scrolling (wheel, keys, drag) says whether they read the latest; the
         # document growing or the window resizing moves the bar too, and must not
-        bar.actionTriggered.connect(lambda _action: QTimer.singleShot(0, self._moved_by_artist))
+        bar.actionTriggered.connect(self._artist_scrolls)
         self._at_end = True  # the artist reads the latest: a resize or a new line keeps it in view
         # scrolled up to read: a button back to the latest, over the transcript's bottom right corner
         self.jump = QToolButton(self.transcript, objectName="jumpLatest", text="↓ Latest")
@@ -262,6 +262,14 @@ class ChatView(QWidget):
         self._timer.stop()
         self.entries, self.more_above = [], False
         self._render()
+
+    def _artist_scrolls(self, _action: int) -> None:
+        """Said at once (the bar's slider position is already where the artist is taking it), so that
+        a redraw arriving before the move is applied (the chips of the last answer) keeps it; the rest
+        once the move is done."""
+        bar = self.transcript.verticalScrollBar()
+        self._at_end = bar.sliderPosition() >= bar.maximum() - 4
+        QTimer.singleShot(0, self, self._moved_by_artist)
 
     def _moved_by_artist(self) -> None:
         """The artist scrolled (wheel, keys, drag): whether they read the latest, and at the top the
