@@ -59,7 +59,11 @@ def test_each_shipped_trace_replays_to_the_expected_transitions_and_unloads(trac
     loaded_by_kelvin(server)
     want = EXPECTED[trace]
     assert cli.main(["gpu", "replay", str(TRACES / trace), "--json"]) == 0
-    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    said = capsys.readouterr()
+    # before anything happens, the replay says that it acts for real, and on which host
+    assert said.err.startswith(f"kelvin: replaying {trace} with the real guard") and server.host in said.err
+    assert "really unloaded" in said.err
+    events = [json.loads(line) for line in said.out.splitlines()]
     assert [[e["from"], e["to"], e["action"]] for e in events] == want["transitions"]
     assert all(set(e) == {"t", "from", "to", "reason", "action"} and e["reason"] for e in events)
     unloads = [e for e in events if e["action"] == "unload"]
