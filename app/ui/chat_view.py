@@ -201,6 +201,7 @@ class ChatView(QWidget):
         # document growing or the window resizing moves the bar too, and must not
         bar.actionTriggered.connect(self._artist_scrolls)
         self._at_end = True  # the artist reads the latest: a resize or a new line keeps it in view
+        self._measure = -1  # the transcript's side margins now (see _fit_measure)
         # scrolled up to read: a button back to the latest, over the transcript's bottom right corner
         self.jump = QToolButton(self.transcript, objectName="jumpLatest", text="↓ Latest")
         self.jump.setToolTip("Back to the latest message")
@@ -295,7 +296,7 @@ class ChatView(QWidget):
 
     def _range_changed(self, _low: int, _high: int) -> None:
         if self._at_end:  # after the layout that changed the range has settled
-            QTimer.singleShot(0, self._keep_at_end)
+            QTimer.singleShot(0, self, self._keep_at_end)
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
@@ -308,7 +309,7 @@ class ChatView(QWidget):
         width = self.transcript.viewport().width()
         measure = self.transcript.fontMetrics().averageCharWidth() * LINE_CHARS
         side = max(0, (width - measure) // 2)
-        if side == getattr(self, "_measure", -1):
+        if side == self._measure:
             return
         self._measure = side
         frame = self.transcript.document().rootFrame()
@@ -317,7 +318,7 @@ class ChatView(QWidget):
         fmt.setRightMargin(side)
         frame.setFrameFormat(fmt)
         if self._at_end:
-            QTimer.singleShot(0, self._keep_at_end)
+            QTimer.singleShot(0, self, self._keep_at_end)
 
     def _keep_at_end(self) -> None:
         if self._at_end:
