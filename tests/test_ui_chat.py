@@ -44,7 +44,10 @@ def test_blocks_have_their_time_tables_borders_and_code_its_colours_and_copy_say
     assert "Hello — Kelvin" not in text  # the greeting is gone once there is a conversation
     doc = w.chat.transcript.document()
     tables = [f for f in doc.rootFrame().childFrames() if isinstance(f, QTextTable)]
-    assert tables and tables[0].format().border() > 0 and tables[0].rows() == 3
+    you = [t for t in tables if t.format().border() == 0]  # the question: one block in one colour
+    assert len(you) == 1 and you[0].format().background().color().name() == "#2b3038"
+    tables = [t for t in tables if t.format().border() > 0]  # the answer's own table, bordered
+    assert tables and tables[0].rows() == 3
     # the code block: its words in more than two colours (keywords, names, numbers, the comment)
     colours = set()
     block = doc.findBlock(text.index("import bpy"))
@@ -154,9 +157,35 @@ def test_chips_are_one_per_setting_and_value_and_an_answer_never_moves_the_other
 
     before = tops()
     n = next(k for k, c in enumerate(answer.chips) if c.entry.value == 8)
-    w.chat._anchor(QUrl(f"chip:confirm:{w.chat.entries.index(answer)}.{n}"))
+    w.chat._anchor(QUrl(f"chip:menu:{w.chat.entries.index(answer)}.{n}"))  # a click on the setting: its menu
+    menu = w.chat.chip_menu
+    qtbot.waitUntil(lambda: menu.isVisible(), timeout=5_000)
+    words = [a.text() for a in menu.actions() if not a.isSeparator()]
+    assert words == ["✓  Use this value", "✎  Correct the value…", "✗  Not this setting: take it out"], words
+    assert any(a.isSeparator() and a.text() == answer.chips[n].label for a in menu.actions())  # titled
+    assert tops() == before  # opening the menu moves nothing
+    menu.actions()[1].trigger()  # ✓ use
+    menu.close()
     qtbot.waitUntil(lambda: answer.chips[n].state == "in use", timeout=10_000)
     assert tops() == before  # every chip where it was, the answered one included
+    assert w.chat.chip_menu is None or not w.chat.chip_menu.isVisible()
+
+
+def test_a_suggestion_of_the_value_already_in_use_says_so_instead_of_asking(qtbot, window, server):  # noqa: F811
+    w = window(server)
+    w.services.memory.commit("Octane in Cinema 4D. ok, GI clamp 10 it is.", conversation_id="yesterday")
+    w.services.memory.flush()
+    server.queue_reply("Keep the GI clamp at 10 in Octane, and try max samples 2048.")
+    send(qtbot, w, "Fireflies again in the forest, what now?")
+    qtbot.waitUntil(lambda: _done(w), timeout=15_000)
+    answer = w.chat.entries[-1]
+    qtbot.waitUntil(lambda: len(answer.chips) >= 2, timeout=10_000)
+    states = {c.entry.value: c.state for c in answer.chips}
+    assert states[10] == "in use already" and states[2048] == "", states
+    html = w.chat.transcript.toHtml()
+    n = next(k for k, c in enumerate(answer.chips) if c.entry.value == 10)
+    assert f"chip:menu:{w.chat.entries.index(answer)}.{n}" not in html  # nothing to answer
+    assert "GI clamp 10 · in use already" in w.chat.transcript.toPlainText()
 
 
 def test_an_answer_from_memory_says_why_once_with_the_fix_and_quotes_only_what_was_asked(qtbot, window, server):  # noqa: F811

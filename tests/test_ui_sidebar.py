@@ -4,6 +4,7 @@ and no visible widget is clipped by its parent, squeezed below its own minimum o
 from __future__ import annotations
 
 import pytest
+from PySide6.QtGui import QTextDocumentFragment
 
 from tests.support.layout_check import problems
 from tests.support.ollama_server import OllamaTestServer
@@ -39,18 +40,28 @@ def test_a_narrow_window_has_a_compact_header_that_still_says_everything(qtbot, 
     full = w.ollama_label.property("full")
     w.resize(1600, 900)
     qtbot.wait(60)
-    assert w.ollama_label.text() == full and w.setup_button.text() == "Setup…"
+    shown = QTextDocumentFragment.fromHtml(w.ollama_label.text()).toPlainText()
+    assert shown == f"● {full}" and w.setup_button.isVisible() and w.on_top.isVisible() and not w.more.isVisible()
+    assert "#7fc98a" in w.ollama_label.text()  # a green dot: Ollama answers
     assert w.header_right.geometry().top() < w.project_box.geometry().bottom()  # one row
     w.resize(360, 900)
     qtbot.wait(60)
-    assert w.ollama_label.text() == "Ollama" and full in w.ollama_label.toolTip()
-    assert w.setup_button.text() == "⚙" and w.setup_button.toolTip()
-    right = w.header_right.mapTo(w, w.header_right.rect().topLeft())
-    left = w.project_box.mapTo(w, w.project_box.rect().bottomLeft())
-    assert right.y() > left.y()  # the second row
+    assert QTextDocumentFragment.fromHtml(w.ollama_label.text()).toPlainText() == "● Ollama"
+    assert full in w.ollama_label.toolTip() and "#7fc98a" in w.ollama_label.text()
+    assert not w.setup_button.isVisible() and not w.on_top.isVisible() and w.more.isVisible()
+    items = [a.text() for a in w.more.menu().actions()]
+    assert items == ["Setup…", "Keep Kelvin on top"]  # the rest, in the ⋯ menu
+    w.more.menu().actions()[1].trigger()
+    assert w.on_top.isChecked()  # one switch, whichever way it is reached
+    w.on_top.setChecked(False)
+    assert not w.more.menu().actions()[1].isChecked()
+    server.stop()  # Ollama goes away: the dot turns red, the tooltip says why
+    w._check_ollama()
+    qtbot.waitUntil(lambda: "#e06c5a" in w.ollama_label.text(), timeout=10_000)
+    assert "not running" in w.ollama_label.toolTip()
     w.resize(1600, 900)
     qtbot.wait(60)
-    assert w.ollama_label.text() == full  # and back
+    assert "not running" in w.ollama_label.text() and w.setup_button.isVisible()  # and back
 
 
 def test_at_full_screen_the_transcript_keeps_a_readable_line_in_the_middle(qtbot, window, server):  # noqa: F811

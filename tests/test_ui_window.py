@@ -437,7 +437,7 @@ def test_settings_the_turn_stated_become_chips_the_artist_confirms_corrects_or_t
         found = {(c.entry.parameter, c.entry.value, c.entry.status) for c in answer.chips}
         assert ("gi_clamp", 25, "applied") in found and ("gi_clamp", 8, "proposed") in found
         html = w.chat.transcript.toHtml()
-        assert "Octane GI clamp 8" in html and "chip:confirm:" in html
+        assert "Octane GI clamp 8" in html and "chip:menu:" in html  # the setting opens its menu
 
         def chip(value, status):
             n = next(n for n, c in enumerate(answer.chips) if c.entry.value == value and c.entry.status == status)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QGuiApplication, QKeyEvent, QTextCursor, QTextDocument
-from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QPlainTextEdit, QPushButton, QTextBrowser, QToolButton,
+from PySide6.QtGui import QCursor, QGuiApplication, QKeyEvent, QTextCursor, QTextDocument
+from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QMenu, QPlainTextEdit, QPushButton, QTextBrowser, QToolButton,
                                QVBoxLayout, QWidget)
 
 from app.core.parameters import format_value
@@ -33,7 +33,7 @@ th { background-color: #262a30; }
 .fold { color: #9aa0aa; font-size: 9pt; }
 .hello { color: #c8ccd3; margin: 24px 8px; }
 .hellohead { color: #ffffff; font-size: 13pt; font-weight: bold; }
-.you { background-color: #2b3038; margin: 6px 0 6px 40px; padding: 6px; }
+table.you { background-color: #2b3038; border-width: 0; margin: 8px 0 8px 40px; }
 .kelvin { margin: 6px 40px 10px 0; }
 .notice { color: #f0b43c; font-size: 9pt; margin: 4px 0; }
 pre { background-color: #15171a; font-family: monospace; padding: 6px; }
@@ -47,6 +47,7 @@ a { color: #e0914f; }
 .chip { margin: 1px 0; }
 .chipst { color: #9aa0aa; }
 .chipdone { color: #9aa0aa; }
+a.chiplink { color: #e6e8eb; text-decoration: none; }
 .day { color: #6b717c; font-size: 8pt; margin: 12px 0 2px 0; }
 .earlier { font-size: 9pt; margin: 2px 0 8px 0; }
 """
@@ -90,7 +91,8 @@ class _Entry:
 
 
 _LINK_WORDS = {"copy": "Copy this code", "unfold": "Show the whole message", "look": "Show or hide what Kelvin looked at",
-               "earlier": "Show earlier messages", "chip:confirm": "Use this value",
+               "earlier": "Show earlier messages", "chip:menu": "Use, correct or take out this value",
+               "chip:confirm": "Use this value",
                "chip:correct": "Correct this value", "chip:reject": "Not this setting: take it out"}
 
 
@@ -113,6 +115,8 @@ def _clock(ts_ms: int) -> str:
 
 
 CHIP_WORDS = {"applied": "in use", "proposed": "suggested", "rejected": "turned down"}
+CHIP_ACTIONS = (("confirm", "✓  Use this value"), ("correct", "✎  Correct the value…"),
+                ("reject", "✗  Not this setting: take it out"))
 CHIP_COLOURS = {"applied": "#7fc98a", "proposed": "#f0b43c", "rejected": "#9aa0aa"}
 FOLD_CHARS = 1500  # a question longer than this shows its start and "show all"
 COPIED_MS = 1800
@@ -171,6 +175,7 @@ class ChatView(QWidget):
         self._scratch.setDefaultStyleSheet(TRANSCRIPT_CSS)
         self._scratch.setUndoRedoEnabled(False)
         self._starts: list[int] = []  # where each entry begins in the transcript's document
+        self.chip_menu: QMenu | None = None  # a chip's menu while it is open
         self.composer = Composer(objectName="composer")
         self.composer.setPlaceholderText("Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)")
 
@@ -353,9 +358,11 @@ class ChatView(QWidget):
         self._timer.stop()
         self._render(self._index(entry))
 
-    def show_chips(self, entry: _Entry, found: list, project: str = "") -> None:
+    def show_chips(self, entry: _Entry, found: list, project: str = "", in_use: dict | None = None) -> None:
         """The settings a turn stated (ledger entries), under its answer: one chip per setting and
-        value — a value said as in use is not offered again as a suggestion."""
+        value — a value said as in use is not offered again as a suggestion, and a suggestion of
+        the value already in use (``in_use``: (engine, parameter) → value) says so instead of
+        asking to be used."""
         if entry in self.entries and found:
             rank = {"applied": 0, "proposed": 1, "rejected": 2}
             best: dict[tuple, object] = {}
@@ -364,6 +371,10 @@ class ChatView(QWidget):
                 if key not in best or rank.get(e.status, 3) < rank.get(best[key].status, 3):
                     best[key] = e
             entry.chips = [Chip(e, project) for e in best.values()]
+            for chip in entry.chips:
+                e = chip.entry
+                if e.status == "proposed" and (in_use or {}).get((e.engine, e.parameter), object()) == e.value:
+                    chip.state = "in use already"
             self._render(self._index(entry))
 
     def chip_done(self, chip: Chip, state: str) -> None:
@@ -399,6 +410,9 @@ class ChatView(QWidget):
             chip = self.entries[int(e)].chips[int(c)]
             if chip.state:
                 return
+            if action == "menu":
+                self._chip_menu(chip, target[len("chip:menu:"):])
+                return
             value = ""
             if action == "correct":
                 value, ok = QInputDialog.getText(self, "Correct the setting", f"{chip.label} — the right value:",
@@ -413,6 +427,18 @@ class ChatView(QWidget):
             entry.open = not entry.open
             self._render(int(target[5:]))
 
+    def _chip_menu(self, chip: Chip, where: str) -> None:
+        """A chip's small menu, where the pointer is: ✓ use, ✎ correct, ✗ take out."""
+        if self.chip_menu is not None:
+            self.chip_menu.close()
+        menu = self.chip_menu = QMenu(self)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.destroyed.connect(lambda: setattr(self, "chip_menu", None) if self.chip_menu is menu else None)
+        menu.addSection(chip.label)
+        for action, words in CHIP_ACTIONS:
+            menu.addAction(words, lambda a=action: self._anchor(QUrl(f"chip:{a}:{where}")))
+        menu.popup(QCursor.pos())
+
     def _uncopied(self, entry: _Entry) -> None:
         if entry in self.entries and entry.copied >= 0:
             entry.copied = -1
@@ -420,22 +446,23 @@ class ChatView(QWidget):
 
     @staticmethod
     def _chips(i: int, e: _Entry) -> str:
-        """One line per setting and value, its status in words and colour, the three answers as
-        short links (the status bar says what each does). An answer changes only its own line: the
-        others stay where they were."""
+        """One line per setting and value, its status in words and colour; the setting itself opens
+        a small menu (✓ use, ✎ correct, ✗ take out). An answer changes only its own line: the others
+        stay where they were."""
         if not e.chips:
             return ""
         lines = []
         for n, chip in enumerate(e.chips):
             status = chip.entry.status
-            dot = f'<span style="color:{CHIP_COLOURS.get(status, "#9aa0aa")}">●</span>'
+            colour = CHIP_COLOURS["applied"] if chip.state.startswith("in use") else CHIP_COLOURS.get(status, "#9aa0aa")
+            dot = f'<span style="color:{colour}">●</span>'
             if chip.state:
                 lines.append(f'<p class="chip">{dot} {plain(chip.label)} '
-                             f'<span class="chipdone">· {plain(chip.state)}</span></p>')
+                             f'<span class="chipst">· {plain(chip.state)}</span></p>')
                 continue
-            lines.append(f'<p class="chip">{dot} {plain(chip.label)} <span class="chipst">· '
-                         f'{CHIP_WORDS.get(status, status)}</span> &nbsp; <a href="chip:confirm:{i}.{n}">✓ use</a>'
-                         f' <a href="chip:correct:{i}.{n}">✎</a> <a href="chip:reject:{i}.{n}">✗</a></p>')
+            lines.append(f'<p class="chip">{dot} <a class="chiplink" href="chip:menu:{i}.{n}">{plain(chip.label)}</a>'
+                         f' <span class="chipst">· {CHIP_WORDS.get(status, status)}</span>'
+                         f' <a href="chip:menu:{i}.{n}">▾</a></p>')
         return '<div class="chips"><p class="chiphead">Settings in this turn</p>' + "".join(lines) + "</div>"
 
     def _html(self, i: int, e: _Entry) -> str:
@@ -464,7 +491,8 @@ class ChatView(QWidget):
                 fold = (f'<p class="fold">… <a href="unfold:{i}">show all</a> '
                         f'({len(e.text):,} characters, {e.text.count(chr(10)) + 1:,} lines)</p>')
             who = plain(e.who) if e.who else "You"
-            return f'<div class="you"><p class="who">{who}{when}</p><p>{plain(text)}</p>{fold}</div>'
+            return (f'<table class="you" width="100%" cellspacing="0" cellpadding="8"><tr><td>'  # one block, one colour
+                    f'<p class="who">{who}{when}</p><p>{plain(text)}</p>{fold}</td></tr></table>')
         if e.role == "notice":
             return f'<p class="notice">{plain(e.text)}</p>'
         body, e.blocks = render(e.text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")

@@ -9,12 +9,14 @@ project before and lands after a switch is dropped. Kelvin opens on the last pro
 worked in (saved as ``project`` in kelvin.toml, so the command line follows too)."""
 from __future__ import annotations
 
+import html
 import logging
 import time
 
 from PySide6.QtCore import QCoreApplication, QObject, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QFontMetrics, QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QStackedWidget, QTabBar, QToolButton,
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QMenu, QStackedWidget, QTabBar,
+                               QToolButton,
                                QVBoxLayout, QWidget)
 
 from app.core.records import RecordError
@@ -34,6 +36,8 @@ MODES = (("gpu", "GPU"), ("cpu", "CPU"), ("recall", "Recall (no model)"), ("memo
 CHOSEN_MODES = 3  # the last one is not chosen: it says Kelvin answers from memory because the model cannot
 OLLAMA_CHECK_MS = 10_000
 NARROW_PX = 640  # narrower than this, the window is a sidebar: a compact header
+HEALTH_COLOURS = {"ok": "#7fc98a", "warn": "#f0b43c", "bad": "#e06c5a", "": "#9aa0aa"}  # the chips' palette
+GPU_HEALTH = {"normal": "ok", "yielding": "warn", "yielded": "warn", "recovering": "warn"}
 BANNER_MS = 12_000
 TRANSCRIPT_PAGE = 40  # messages read for the transcript at a time
 READY = "Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)"
@@ -45,6 +49,10 @@ class _Bridge(QObject):
     notified = Signal(str, str)
     event = Signal(object)
     sample = Signal(object)
+
+
+def _first_word(text: str) -> str:
+    return text.split()[0].rstrip(":") if text.strip() else ""
 
 
 def looked_at(result) -> list[str]:
@@ -86,8 +94,8 @@ class MainWindow(QMainWindow):
             self.mode_box.addItem(label, key)
         self.mode_box.model().item(CHOSEN_MODES).setEnabled(False)  # shown, never chosen
         self.mode_box.activated.connect(self._set_mode)
-        self.ollama_label = QLabel("Ollama: …", objectName="ollama")
-        self.gpu_label = QLabel("", objectName="gpu")
+        self.ollama_label = QLabel("Ollama: …", objectName="ollama", textFormat=Qt.TextFormat.RichText)
+        self.gpu_label = QLabel("", objectName="gpu", textFormat=Qt.TextFormat.RichText)
         self.on_top = QToolButton(objectName="ontop", text="On top", checkable=True)
         self.on_top.setToolTip("Keep Kelvin above other windows")
         self.on_top.toggled.connect(self._always_on_top)
@@ -96,6 +104,17 @@ class MainWindow(QMainWindow):
                                      "what is missing")
         self.setup_button.clicked.connect(lambda: self.show_setup())  # not clicked(bool) into `check`
         self.setup_panel = None  # app.ui.setup_panel.SetupPanel, made when first needed
+        # a narrow window's menu for the rest: Setup… and On top, which take the header's room there
+        self.more = QToolButton(objectName="more", text="⋯", popupMode=QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.more.setToolTip("Setup and Keep on top")
+        more_menu = QMenu(self.more)
+        more_menu.addAction("Setup…", lambda: self.show_setup())
+        self._on_top_action = more_menu.addAction("Keep Kelvin on top")
+        self._on_top_action.setCheckable(True)
+        self._on_top_action.toggled.connect(self.on_top.setChecked)
+        self.on_top.toggled.connect(self._on_top_action.setChecked)
+        self.more.setMenu(more_menu)
+        self.more.hide()
         # the header: the project and the mode on the left, the state and the buttons on the right; in
         # a narrow window (a sidebar beside the 3D app) the right group moves to a second row and
         # says less (the whole of it in tooltips)
@@ -103,7 +122,7 @@ class MainWindow(QMainWindow):
         self.header_right.setMinimumWidth(1)  # its width asks for a wide window, never forces one
         right = QHBoxLayout(self.header_right)
         right.setContentsMargins(0, 0, 0, 0)
-        for w in (self.gpu_label, self.ollama_label, self.setup_button, self.on_top):
+        for w in (self.gpu_label, self.ollama_label, self.setup_button, self.on_top, self.more):
             right.addWidget(w)
         self._header_top = QHBoxLayout()
         for w in (self.project_box, self.mode_box):
@@ -207,34 +226,39 @@ class MainWindow(QMainWindow):
         self._fit_header()
 
     def _fit_header(self) -> None:
-        """Where the header's one row would not fit (or below NARROW_PX), its right group takes a
-        second row and its labels shrink to their first word ("Ollama", "GPU"; the state in the
-        tooltip), Setup… to ⚙ and On top to "Pin". The right group never holds the window wide: its
-        width is not a minimum, and the row is split before it would be cut."""
-        one_row = sum(w.sizeHint().width() for w in (self.project_box, self.mode_box)) + 3 * 12 + 16
-        if not self._narrow:
-            one_row += self.header_right.sizeHint().width()
-        else:  # what the right group would take with its full texts
-            one_row += sum(QFontMetrics(w.font()).horizontalAdvance(w.property("full") or w.text()) + 16
-                           for w in (self.gpu_label, self.ollama_label)) + 140
-        narrow = self.width() < max(NARROW_PX, one_row)
-        if narrow == self._narrow:
+        """Where the header's one row would not fit (or below NARROW_PX), it turns compact: the
+        states shrink to a coloured dot and a word ("● Ollama", "● GPU"; all of it in the tooltip),
+        Setup… and On top go into a "⋯" menu, and the right group takes a second row if even that
+        does not fit beside the project and the mode. The right group never holds the window wide:
+        its width is not a minimum, and the row is split before it would be cut."""
+        left = sum(w.sizeHint().width() for w in (self.project_box, self.mode_box)) + 3 * 12 + 16
+        full = left + sum(QFontMetrics(w.font()).horizontalAdvance(w.property("full") or w.text()) + 28
+                          for w in (self.gpu_label, self.ollama_label)) + 140
+        compact = self.width() < max(NARROW_PX, full)
+        if compact != self._narrow:
+            self._narrow = compact
+            for label in (self.gpu_label, self.ollama_label):
+                self._show_state(label)
+            self.setup_button.setVisible(not compact)
+            self.on_top.setVisible(not compact)
+            self.more.setVisible(compact)
+        small = sum(QFontMetrics(w.font()).horizontalAdvance("● " + _first_word(w.property("full") or "")) + 16
+                    for w in (self.gpu_label, self.ollama_label)) + self.more.sizeHint().width() + 12
+        two_rows = compact and self.width() < left + small
+        if two_rows == (self._header_second.indexOf(self.header_right) >= 0):
             return
-        self._narrow = narrow
-        if narrow:
+        if two_rows:
             self._header_top.removeWidget(self.header_right)
             self._header_second.addWidget(self.header_right)
         else:
             self._header_second.removeWidget(self.header_right)
             self._header_top.addWidget(self.header_right)
-        for label in (self.gpu_label, self.ollama_label):
-            self._show_state(label)
-        self.setup_button.setText("⚙" if narrow else "Setup…")
-        self.on_top.setText("Pin" if narrow else "On top")
 
-    def _set_state(self, label: QLabel, text: str, tip: str | None = None) -> None:
-        """A header label's state: all of it at full width, its first word when narrow."""
+    def _set_state(self, label: QLabel, text: str, tip: str | None = None, health: str = "") -> None:
+        """A header label's state: all of it at full width, a dot in its colour and its first word
+        when narrow. ``health`` is "ok", "warn", "bad" or "" (not known, or not watched)."""
         label.setProperty("full", text)
+        label.setProperty("health", health)
         if tip is not None:
             label.setProperty("tip", tip)
         self._show_state(label)
@@ -242,11 +266,13 @@ class MainWindow(QMainWindow):
     def _show_state(self, label: QLabel) -> None:
         full = label.property("full") or ""
         tip = label.property("tip") or ""
+        dot = f'<span style="color:{HEALTH_COLOURS.get(label.property("health") or "", HEALTH_COLOURS[""])}">●</span>'
         if self._narrow:
-            label.setText(full.split()[0].rstrip(":") if full.strip() else "")
+            word = _first_word(full)
+            label.setText(f"{dot} {word}" if word else "")
             label.setToolTip("\n".join(x for x in (full, tip) if x))
         else:
-            label.setText(full)
+            label.setText(f"{dot} {html.escape(full)}" if full else "")
             label.setToolTip(tip)
 
     # ---- geometry ----------------------------------------------------------------------------------
@@ -579,9 +605,10 @@ class MainWindow(QMainWindow):
             for f in stored:
                 f.result(timeout=60)
             book = ledger.book(project)
-            return [e for i in ids for e in book.mentions_of(i) if not e.candidate]
+            in_use = {(c.entry.engine, c.entry.parameter): c.entry.value for c in book.currents()}
+            return ([e for i in ids for e in book.mentions_of(i) if not e.candidate], in_use)
 
-        self.pools.run(self.pools.memory, find, returned=lambda found: self.chat.show_chips(entry, found, project)
+        self.pools.run(self.pools.memory, find, returned=lambda r: self.chat.show_chips(entry, r[0], project, r[1])
                        if project == self.project else None)
 
     def _chip(self, action: str, chip, value: str) -> None:
@@ -683,7 +710,7 @@ class MainWindow(QMainWindow):
             return f"Ollama {version} · {c.model}", missing or f"Ollama {version} at {c.backend.host}", missing
 
         def seen(r) -> None:
-            self._set_state(self.ollama_label, r[0], r[1])
+            self._set_state(self.ollama_label, r[0], r[1], "bad" if "not running" in r[0] else "warn" if r[2] else "ok")
             self._ollama_problem = r[2]
             self._show_mode()
 
@@ -692,11 +719,9 @@ class MainWindow(QMainWindow):
     def _guard_state(self, state: str, reason: str) -> None:
         label = {"normal": "GPU: ok", "yielding": "GPU: leaving …", "yielded": "GPU: yielded to render",
                  "recovering": "GPU: coming back …", "off": "GPU: guard off"}.get(state, state)
-        self._set_state(self.gpu_label, label, reason or None)
+        self._set_state(self.gpu_label, label, reason or None, GPU_HEALTH.get(state, ""))
         self.tray.set_state(state, reason)
         self.gpu.show_state(state, reason)
-        self.gpu_label.setProperty("state", state)
-        self.gpu_label.style().polish(self.gpu_label)
         self._show_mode()
 
     def notify(self, title: str, text: str) -> None:
