@@ -22,7 +22,7 @@ STATUSES = (APPLIED, PROPOSED, REJECTED)
 MAX_TEXT = 20_000  # settings come from the head of a huge paste
 
 _SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
-_JOIN = {"@", "already", "still", "all", "actually", "locked", "really", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
+_JOIN = {"@", "already", "still", "currently", "all", "actually", "locked", "really", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
          "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
          "down", "up", "into", "are", "were", "was", "stayed", "been", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
          "kept", "left", "leaving", "i", "we", "did", "have", "has", "keep", "bumped", "dropped", "raised", "lowered",
@@ -33,7 +33,7 @@ _QUESTION_START = {"should", "could", "can", "would", "what", "how", "shall", "i
 _PROPOSAL = ("try", "trying", "maybe", "perhaps", "could", "might", "what if", "what about", "how about",
              "consider", "thinking about", "thinking of", "suggest", "recommend", "i'd", "i would", "you'd",
              "start with", "worth", "experiment", "test with", "testing", "let's see if", "see if", "option",
-             "would", "probably", "possibly", "instead of", "wondering", "planning", "plan to", "want to try",
+             "would", "probably", "possibly", "wondering", "planning", "plan to", "want to try",
              "go for", "aim for", "keep it around", "i'd go", "if you", "you can", "you may", "potentially",
              "should", "could also", "tempted", "considering", "plan", "plan is", "the plan", "thinking")
 _APPLIED_STRONG = ("went with", "going with", "go with", "settled on", "settle on", "using", "use", "set",
@@ -116,6 +116,7 @@ class Mention:
     domain: str = "general"
     restore: bool = False  # said as a return to an earlier value ("back to 25")
     confirmed: bool = field(default=False, compare=False)  # a proposal taken by "ok"/"done", its value unsaid
+    before: bool = False  # the value in use before a change this message tells ("from 2000 to 4000": 2000)
 
     def to_json(self) -> dict:
         value = list(self.value) if isinstance(self.value, tuple) else self.value
@@ -147,6 +148,7 @@ class Extractor:
         self.cat = catalogue
         vocab = {w for words in list(catalogue._phrases) + list(catalogue.engines) for w in words if w.isalpha()}
         self._vocab = vocab
+        self._engine_words = {words[0] for words in catalogue.engines if len(words) == 1}
         self._deletes: dict[str, str] = {}
         for w in sorted(vocab):
             if len(w) >= 5:
@@ -232,6 +234,8 @@ class Extractor:
             if {"was", "were"} & set(toks):
                 past.add(n_sentence)
         out = _dedupe(_with_rejections(_replaced(out, said_in, past)))
+        turned = {(m.engine, m.parameter, repr(m.value)) for m in out if m.status == REJECTED}
+        out = [m for m in out if not (m.before and (m.engine, m.parameter, repr(m.value)) in turned)]  # "25 was too noisy, now 10"
         proposals = tuple(m for m in out if m.status == PROPOSED and not m.candidate)
         applied = tuple(m for m in out if m.status == APPLIED and not m.candidate)
         new_ctx = Context(
@@ -281,10 +285,15 @@ class Extractor:
             value, unit, restore = got
             if arrow and status == PROPOSED and role != "assistant":
                 out.append(_mention(spec, arrow[0][0], arrow[0][1], APPLIED))  # "thinking volume bounces 2 -> 0"
+                arrow.clear()
             if spec.kind == "bool" and value is True and role != "assistant":
                 out += self._with_switch(spec, toks, max(used - taken, default=end - 1) + 1, used, status)
             at = min(used - taken) if used - taken else start
             st = status
+            if spec.kind == "enum":  # "kernel to PT, DL was too slow": the words after DL are about DL
+                view = toks[:self._next_enum(spec, toks, max(used - taken, default=end - 1) + 1)]
+            else:
+                view = toks
             if status == PROPOSED and role == "user" and _states(toks, start, end, at):
                 st = APPLIED  # "max samples is 16000?? i didnt change it": the state, asked about
             later: list[Mention] = []
@@ -298,11 +307,11 @@ class Extractor:
                     out.append(replace(_mention(spec, value, unit, st), restore=True))
                     out += self._sibling(spec, toks, used, st)
                     continue
-            elif status == REJECTED and not _cue_after(toks, at, _REJECT_VALUE_CUES) \
-                    and not _turned_down(toks, max(used - taken, default=at)):
+            elif status == REJECTED and not _cue_after(view, at, _REJECT_VALUE_CUES) \
+                    and not _turned_down(view, max(used - taken, default=at)):
                 st = APPLIED if not _has(low, _PROPOSAL) else PROPOSED
             elif status == APPLIED and role != "assistant" and (
-                    _cue_after(toks, at, _REJECT_VALUE_CUES) or _turned_down(toks, max(used - taken, default=at))
+                    _cue_after(view, at, _REJECT_VALUE_CUES) or _turned_down(view, max(used - taken, default=at))
                     or ("tried" in toks[max(0, start - 4):min(start, at)]  # "I tried the AI denoiser and it … mushy"
                         and any(t in _DOWN_WORDS for t in toks[at:]))):
                 st = REJECTED  # "so no f/4", "the 15 was worse", "caustic blur 0.1 too soft"
@@ -311,6 +320,11 @@ class Extractor:
                 if not known and not {"tried", "tested", "was", "were", "try", "testing"} & set(toks) \
                         and not _cue_after(toks, at, _REJECT_VALUE_CUES):
                     st = APPLIED  # "SSS samples are on 2 and the knuckles look blotchy": the state, with its problem
+            if spec.kind in ("text", "resolution") and role != "assistant":  # "1/125 instead of 1/50"
+                later = self._refused(spec, toks, used) + later
+            if arrow and st == APPLIED and role != "assistant" and not P.same_value(arrow[0][0], value):
+                # "raised max samples from 2000 to 4000": 2000 was in use until now (LABELLING.md)
+                out.append(replace(_mention(spec, arrow[0][0], arrow[0][1], APPLIED), before=True))
             out.append(_mention(spec, value, unit, st))
             out += later
             out += self._sibling(spec, toks, used, st)
@@ -444,10 +458,12 @@ class Extractor:
                     return hit[0], "", False
             before = next(((i, hit) for i in range(max(0, start - 4), start)
                            if (hit := self.cat.enum_value(spec, toks[:start], i)) and i + hit[1] == start), None)
-            for i in range(end, min(n, end + 5)):  # "kernel: path tracing", "primary gi engine to brute force"
-                if i in used:
-                    break
+            for i in range(end, min(n, end + 6)):  # "kernel: path tracing", "primary gi engine to brute force"
+                if self._in_engine(toks, i):
+                    continue
                 hit = self.cat.enum_value(spec, toks, i)
+                if i in used and not (hit and (toks[i] in self._engine_words or toks[i - 1] == "from")):
+                    break  # (but "denoiser at Octane AI", "convergence mode from path traced to variance")
                 if hit and before and i + hit[1] in starts and not used & set(range(before[0], start)):
                     # "brute force primary, light cache secondary" ("primary BF, secondary none" is not that)
                     used.update(range(before[0], start))
@@ -457,6 +473,8 @@ class Extractor:
                     later = self.cat.enum_value(spec, toks, j + 1) if toks[j:j + 1] == ["to"] else None
                     if later:
                         used.update(range(i, j + 1 + later[1]))
+                        if arrow is not None and later[0] != hit[0]:
+                            arrow.append((hit[0], ""))  # path tracing was in use until now
                         return later[0], "", False
                 if hit:
                     used.update(range(i, i + hit[1]))
@@ -486,9 +504,13 @@ class Extractor:
         steps = 0
         prev = None
         while i < n and steps < 5:
+            tok = toks[i]
+            if self._in_engine(toks, i):  # "GI clamp in Octane set to 10"
+                prev = tok
+                i += 1
+                continue
             if i in used:
                 break
-            tok = toks[i]
             got = self._read(spec, toks, i, used, name_at=i + 1 if i + 1 in starts else -1)  # "24, min subdivs 1"
             if got is not None and i + got[2] in starts and i == end and start > 0 and start - 1 not in used:
                 before = self._read(spec, toks, start - 1, used, name_at=start)
@@ -502,7 +524,7 @@ class Extractor:
                     later = self._read(spec, toks, i + width + step, used) if i + width + step < n else None
                     if later is not None and i + width + step not in used and not _not_a_value(toks, i + width + step):
                         used.update(range(i, i + width + step + later[2]))
-                        if toks[i + width] == "->" and arrow is not None:
+                        if arrow is not None:
                             arrow.append((value, unit))  # "clamp indirect 5 -> 3?": 5 is in use
                         return later[0], later[1], False
                 if toks[i + width:i + width + 1] == ["->"] and i + width + 1 < n:  # "diffuse depth 8 -> 4"
@@ -518,6 +540,8 @@ class Extractor:
                             later = self._read(spec, toks, j + 1, used)
                             if later is not None:
                                 used.update(range(i, j + 1 + later[2]))
+                                if arrow is not None:
+                                    arrow.append((value, unit))  # 4 was in use until now
                                 return later[0], later[1], False
                             break
                 used.update(range(i, i + width))
@@ -542,7 +566,7 @@ class Extractor:
             if got is not None and i + got[2] <= start:
                 used.update(range(i, i + got[2]))
                 return got[0], got[1], False
-            if toks[i] not in _BEFORE_JOIN:
+            if toks[i] not in _BEFORE_JOIN and toks[i] != "for":  # "went with 4k for texture resolution"
                 break
         return None
 
@@ -661,7 +685,9 @@ class Extractor:
         for phrase, value in _IT_ON_OFF:  # "adaptive sampling was off, turned it on"
             if phrase in rest:
                 return value, "", False
-        for i in range(end, min(len(toks), end + 4)):  # "adaptive sampling on", "motion blur: off", "was already on"
+        for i in range(end, min(len(toks), end + 5)):  # "adaptive sampling on", "motion blur: off", "was already on"
+            if self._in_engine(toks, i):
+                continue
             if i in used:
                 break
             b = P.bool_word(toks[i])
@@ -771,6 +797,7 @@ class Extractor:
                          balance: bool = False, said: list[str] = ()) -> list[Mention]:
         """Values that say what they are without a name: "f/2.8" (an aperture), "1920x1080" (a resolution)."""
         out = []
+        said_keys = tuple(said)  # ("said" is reused below for whether a value was said)
         balance = (balance or "balance" in toks or "wb" in toks) and "white_balance" not in said and not any(  # a kelvin value there is the white balance,
             i in used and (P.parse_number(t) or P.Number(0, "", True)).unit == "k" for i, t in enumerate(toks))  # once
         enum_end, enum_spec = -1, None  # the last enum value read: "irradiance map + light cache", "bf / lc"
@@ -795,6 +822,15 @@ class Extractor:
                 chained = chained or toks[j - 1:j] == ["and"] and _has(" " + " ".join(toks[:j]) + " ", _SETTING_VERBS)
                 back = status != PROPOSED and any(before.endswith(f" {r}") for r in _RESTORE)
                 cued = any(before.endswith(f" {c}") for c in (_SHARED_ENUM_CUES if shared else _ENUM_CUES))
+                if shared and spec.key not in said_keys:  # the parameter this sentence named: "primary GI to BF, IC was …"
+                    other = self._sharing(spec, value)
+                    spec = other if other is not None and other.key in said_keys else spec
+                refused = status != PROPOSED and spec.key in said_keys and (
+                    before.endswith((" instead of", " than")) or _turned_down(toks, i + width - 1))
+                if refused:  # "kernel to PT, DL was too slow", "denoiser OptiX instead of OIDN"
+                    used.update(range(i, i + width))
+                    out.append(_mention(spec, value, "", REJECTED))
+                    continue
                 if shared:  # a value two parameters share needs a plain cue: "GI is bf + lc", "keeping brute force"
                     said = chained or cued or back or paired
                 else:
@@ -831,7 +867,7 @@ class Extractor:
             kelvin_for = "white_balance" if near & _CAMERA_WORDS else "light_temperature" if near & _LIGHT_WORDS else None
             key = ("f_stop" if tok.startswith("f/") else "resolution" if P.resolution(tok)
                    else "shutter_speed" if _SHUTTER.fullmatch(tok) and nxt not in _NOT_SHUTTER
-                   and (i == 0 or toks[i - 1] not in ("the", "of"))
+                   and (i == 0 or toks[i - 1] not in ("the", "of") or toks[i - 2:i] == ["instead", "of"])
                    else (kelvin_for or ("white_balance" if balance else "light_temperature")) if unit == "k"
                    else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate", "°": "hdri_rotation"}.get(unit))
             if key == "focal_length" and (not 4 <= num.value <= 2400 or nxt in _SIZE_AFTER
@@ -862,6 +898,29 @@ class Extractor:
                     st = APPLIED  # "the white balance is back to 5200K and I set the key to 4500K"
                 out.append(replace(_mention(spec, got[0], got[1], st), restore=back and st == APPLIED))
         return out
+
+    def _refused(self, spec: ParamSpec, toks: list[str], used: set[int]) -> list[Mention]:
+        """Another value of a text or resolution setting, turned down in the same sentence ("time
+        limit 1:30:00 instead of 0:45:00", "to 1920x1080, 3840x2160 was too slow"). Numbers are the
+        contextual reader's."""
+        out = []
+        for k in range(max(used, default=-1) + 1, len(toks)):
+            if k in used or not _OTHER_VALUE.fullmatch(toks[k]) and not re.fullmatch(r"\d{1,2}k", toks[k]):
+                continue
+            got = self._read(spec, toks, k, used)
+            if got is not None and (toks[k - 2:k] == ["instead", "of"] or toks[k - 1:k] == ["than"]
+                                    or _turned_down(toks, k)):
+                used.update(range(k, k + got[2]))
+                out.append(_mention(spec, got[0], got[1], REJECTED))
+        return out
+
+    def _in_engine(self, toks: list[str], i: int) -> bool:
+        """toks[i] names the engine a setting is in, between the setting and its value ("in Octane")."""
+        return toks[i] in self._engine_words and i > 0 and toks[i - 1] in ("in", "for", "on")
+
+    def _next_enum(self, spec: ParamSpec, toks: list[str], i: int) -> int:
+        """Where the next value of the enum ``spec`` starts at or after toks[i] (the end if none)."""
+        return next((k for k in range(i, len(toks)) if self.cat.enum_value(spec, toks, k)), len(toks))
 
     def _sharing(self, spec: ParamSpec, value: str) -> ParamSpec | None:
         """The other parameter of this engine that has the enum value ``spec`` claims ("bf": secondary GI)."""
@@ -1135,6 +1194,8 @@ def _not_a_value(toks: list[str], i: int) -> bool:
     """Numbers that are not settings: "14 minutes", "15:00", "shot 060", "frame 45", "the 3090"."""
     nxt = toks[i + 1] if i + 1 < len(toks) else ""
     prev = toks[i - 1] if i else ""
+    if nxt in ("min", "mins") and i + 2 < len(toks) and not _minutes(toks, i) and toks[i + 2].isalpha():
+        return False  # "instead of 0.02, min samples 256": the next setting's "min", not minutes
     if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
         return True
     if re.fullmatch(r"\d{1,2}k", toks[i]):  # "in 4k now", "convert the plates to 8k": a size, said alone
@@ -1192,6 +1253,9 @@ def _minutes(toks: list[str], i: int) -> bool:
         or (toks[i - 1] if i else "") in _MINUTES_BEFORE
 
 
+_OTHER_VALUE = re.compile(r"1/\d+|\d+\s?[x×]\s?\d+|\d{1,2}:\d{2}:\d{2}")  # 1/50, 3840x2160, 0:45:00
+
+
 def _span(toks: list[str], i: int, width: int = 0) -> list[str]:
     """The words said about the value at toks[i]: those after it, up to the next value (a time, a
     size or a count, "took 3h", "12gb", "9 minutes a frame", is not one)."""
@@ -1203,7 +1267,8 @@ def _span(toks: list[str], i: int, width: int = 0) -> list[str]:
             break
         num = P.parse_number(tok)
         nxt = rest[k + 1] if k + 1 < len(rest) else ""
-        if num is not None and num.unit not in ("h", "min", "s", "gb", "mb", "x") and nxt not in _NOT_VALUES:
+        if num is not None and num.unit not in ("h", "min", "s", "gb", "mb", "x") and nxt not in _NOT_VALUES \
+                or _OTHER_VALUE.fullmatch(tok):
             break  # "made it 9 minutes a frame, no way": the 9 is a time, the words go on
         span.append(tok)
         counted += not (num is not None or tok in _NOT_VALUES)
@@ -1307,7 +1372,8 @@ def _cue_after(toks: list[str], i: int, phrases) -> bool:
     """A rejection said about the value at toks[i]: after it ("8 was worse"), or just before it
     ("forget the 0.01")."""
     after = " " + " ".join(_span(toks, i)) + " "
-    before = " " + " ".join(toks[max(0, i - 5):i]) + " "
+    lead = next((k + 1 for k in range(i - 1, max(-1, i - 6), -1) if P.parse_number(toks[k]) is not None), max(0, i - 5))
+    before = " " + " ".join(toks[lead:i]) + " "  # back to the value before it: "instead of 0.02, min samples 256"
     if i > 0 and toks[i - 1] == "no":
         return True  # "so no f/4"
     if any(f" {v} " in " " + " ".join(toks[:i]) + " " for v in _SETTING_VERBS):
@@ -1447,7 +1513,7 @@ def _replaced(mentions: list[Mention], said_in: dict[int, int], past: set[int] =
     off"), was never taken."""
     out = []
     for n, m in enumerate(mentions):
-        if m.status == APPLIED and not m.candidate and not m.restore and any(
+        if m.status == APPLIED and not m.candidate and not m.restore and not m.before and any(
                 (x.engine, x.parameter) == (m.engine, m.parameter) and x.status == APPLIED and not x.restore
                 and not P.same_value(x.value, m.value) and said_in.get(id(x), 0) > said_in.get(id(m), 0)
                 for x in mentions[n + 1:]) and not any(
@@ -1465,7 +1531,7 @@ def _dedupe(mentions: list[Mention]) -> list[Mention]:
     seen: dict[tuple, int] = {}
     out: list[Mention] = []
     for m in mentions:
-        key = (m.engine, m.parameter, m.status, m.candidate,
+        key = (m.engine, m.parameter, m.status, m.candidate, m.before,
                repr(m.value) if m.status == PROPOSED else None)
         if key in seen:
             out[seen[key]] = m
