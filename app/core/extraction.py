@@ -236,6 +236,8 @@ class Extractor:
         out = _dedupe(_with_rejections(_replaced(out, said_in, past)))
         turned = {(m.engine, m.parameter, repr(m.value)) for m in out if m.status == REJECTED}
         out = [m for m in out if not (m.before and (m.engine, m.parameter, repr(m.value)) in turned)]  # "25 was too noisy, now 10"
+        if any(m.before for m in out) and complains(text):  # "too blue, so I changed it from 7500K to 6000K"
+            out = [replace(m, status=REJECTED) if m.before else m for m in out]
         proposals = tuple(m for m in out if m.status == PROPOSED and not m.candidate)
         applied = tuple(m for m in out if m.status == APPLIED and not m.candidate)
         new_ctx = Context(
@@ -529,7 +531,7 @@ class Extractor:
                         return later[0], later[1], False
                 if toks[i + width:i + width + 1] == ["->"] and i + width + 1 < n:  # "diffuse depth 8 -> 4"
                     later = self._read(spec, toks, i + width + 1, used)
-                    if later is not None:
+                    if later is not None and not _not_a_value(toks, i + width + 1):  # not "3 -> 11 min"
                         used.update(range(i, i + width + 1 + later[2]))
                         if arrow is not None:
                             arrow.append((value, unit))  # "clamp indirect 5 -> 3?": 5 is in use
@@ -957,7 +959,7 @@ class Extractor:
             if num is None or _not_a_value(toks, i) or "->" in toks[i + 1:i + 3]:  # "25 -> 50", "6500 K -> 5500 K"
                 continue
             if status != PROPOSED and (_turned_down(toks, i) or toks[i - 1:i] == ["than"]  # "nicer than 2.8"
-                                       or " ".join(toks[max(0, i - 2):i]) == "instead of"):  # "0.5 flickered", "6 was too dim"
+                                       or " ".join(toks[max(0, i - 2):i]) == "instead of" and _chosen_before(toks, i - 2)):
                 turned_down.append((i, num))
                 continue
             before = " " + " ".join(toks[max(0, i - 3):i]) + " "
@@ -1190,11 +1192,14 @@ _GPU_MODEL = re.compile(r"^[1-9]\d{2}0$")  # 3090, 4080, 1060: graphics cards, n
 _GEFORCE = re.compile(r"^[1-5]0[5-9]0$")  # the GeForce numbers themselves, said alone ("… noisy. 4090")
 
 
+_AFTER_MIN = {"samples", "sample", "subdivs", "subdivisions", "subdiv", "adaptive", "spp", "rays", "aa"}
+
+
 def _not_a_value(toks: list[str], i: int) -> bool:
     """Numbers that are not settings: "14 minutes", "15:00", "shot 060", "frame 45", "the 3090"."""
     nxt = toks[i + 1] if i + 1 < len(toks) else ""
     prev = toks[i - 1] if i else ""
-    if nxt in ("min", "mins") and i + 2 < len(toks) and not _minutes(toks, i) and toks[i + 2].isalpha():
+    if nxt == "min" and toks[i + 2:i + 3] and toks[i + 2] in _AFTER_MIN and not _minutes(toks, i):
         return False  # "instead of 0.02, min samples 256": the next setting's "min", not minutes
     if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
         return True
@@ -1220,6 +1225,26 @@ _LEAD = {"i", "we", "put", "went", "go", "set", "it", "to", "back", "so", "then"
 _VERDICT = {"is", "works", "worked", "good", "ok", "okay", "fine", "it", "it's", "looks", "look", "seems", "now",
             "then", "wins", "did", "fixed", "nice", "perfect", "better", "sits", "was", "does", "cleaned", "solved",
             "gives", "great", ",", ".", "!", "stays"}
+
+
+# words that say the value before a change was bad: then it is turned down, not history (LABELLING.md;
+# bench/relabel_old_values.py labels by the same list)
+OLD_VALUE_BAD = ("too ", "worse", "noisy", "noise in", "slow", "didn't", "did not", "bad", "firefl", "blotch", "grain",
+                 "flicker", "artifact", "artefact", "banding", "not enough", "wasn't", "was not", "ugly", "mushy",
+                 "crunchy", "splotch", "dark", "washed", "muddy", "no good", "hated", "weird", "broke", "crash")
+
+
+def complains(text: str) -> bool:
+    low = text.lower()
+    return any(w in low for w in OLD_VALUE_BAD)
+
+
+def _chosen_before(toks: list[str], k: int) -> bool:
+    """The words before "instead of" at toks[k] end with a value that is a setting ("0.03 instead of
+    0.02"), not a time or a speed ("9 minutes instead of 7", "1.6x instead of 3x")."""
+    num = P.parse_number(toks[k - 1]) if k > 0 else None
+    return num is not None and num.unit not in ("x", "h", "min", "s", "m") \
+        and toks[k - 2:k - 1] not in (["frame"], ["frames"], ["shot"], ["fr"], ["v"], ["version"])
 
 
 def _lead_verdict(toks: list[str], i: int) -> bool:
