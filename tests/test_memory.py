@@ -68,6 +68,36 @@ def test_filters_by_domain_type_engine_and_time(service):
     assert quoted == []
 
 
+def test_a_message_is_tagged_with_the_engine_its_conversation_is_about(make_service):
+    """Issue 24: in an Octane and Redshift day, messages about adaptive sampling and caustics were
+    tagged cycles (the words hint at Cycles), so a search filtered to Octane missed them."""
+    service = make_service()
+    t = parse_ts("2026-11-20T10:00:00Z")
+    service.commit("C4D + Octane for the perfume bottle today.", conversation_id="oct", ts_ms=t)
+    service.commit("Adaptive sampling on, noise threshold 0.03; the caustics on the base are still grainy.",
+                   conversation_id="oct", ts_ms=t + 1000)
+    service.commit("Blender Cycles on the side project: light paths and caustics look fine.", conversation_id="cyc",
+                   ts_ms=t + 2000)
+    service.commit("Redshift for the car shot.", conversation_id="rs", ts_ms=t + 3000)
+    service.commit("adaptive sampling threshold 0.01 for the car too, caustics off", conversation_id="rs",
+                   ts_ms=t + 4000)
+    service.flush()
+    octane = service.search("adaptive sampling", 10, Filters(engine="octane"))
+    assert [h.message.conversation_id for h in octane] == ["oct"]
+    assert {h.message.conversation_id: h.message.tags.engine for h in service.search("caustics", 10)} == {
+        "oct": "octane", "cyc": "cycles", "rs": "redshift"}
+    # a reindex tags them the same way again, from the journal
+    service.reindex()
+    assert [h.message.conversation_id for h in service.search("adaptive sampling", 10, Filters(engine="octane"))] \
+        == ["oct"]
+    # and a new session (a fresh process) goes on with the conversation's engine
+    service.close()
+    again = make_service()
+    again.commit("the caustic blur at 0.2 helped", conversation_id="oct", ts_ms=t + 5000)
+    again.flush()
+    assert again.search("caustic blur", 10)[0].message.tags.engine == "octane"
+
+
 def test_recency_breaks_ties(service):
     old, _ = service.commit("HDRI rotation 90 degrees", ts_ms=1_000_000)
     new, _ = service.commit("HDRI rotation 90 degrees", ts_ms=2_000_000)

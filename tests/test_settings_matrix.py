@@ -79,3 +79,19 @@ def test_a_setting_belongs_to_the_engine_of_the_conversation_not_another_owner_o
     assert said("octane", "GI clamp is currently 25") == [("octane", "gi_clamp", 25, "applied")]
     assert said("cycles", "noise threshold 0.05") == [("cycles", "noise_threshold", 0.05, "applied")]
     assert said("octane", "noise threshold 0.05") == [("octane", "adaptive_noise_threshold", 0.05, "applied")]
+
+
+def test_the_plain_day_that_lost_or_misfiled_values(shipped):
+    """The issue's day, message by message, in one conversation (the ledger's own context)."""
+    ctx = Context()
+    said = []
+    for text in ("C4D + Octane today, the forest shot.", "GI clamp is currently 25",
+                 "Output resolution 1920x1080 for the review renders; final delivery will be 3840x2160.",
+                 "Density back to 2.2", "Light samples 256", "Changed GI clamp from 25 to 10."):
+        got, ctx = shipped.extract(text, "user", ctx)
+        said.append(sorted((m.engine, m.parameter, m.value, m.status) for m in got))
+    assert said[1] == [("octane", "gi_clamp", 25, "applied")]
+    assert said[2] == [("", "resolution", "1920x1080", "applied"), ("", "resolution", "3840x2160", "proposed")]
+    assert said[3] == []  # a medium's density: nothing the catalogue knows, never the GI clamp
+    assert said[4] == []  # Redshift's light samples: never Octane's max samples
+    assert said[5] == [("octane", "gi_clamp", 10, "applied"), ("octane", "gi_clamp", 25, "applied")]

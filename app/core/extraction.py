@@ -916,6 +916,15 @@ class Extractor:
                 out.append(_mention(spec, got[0], got[1], REJECTED))
         return out
 
+    def _other_subject(self, toks: list[str], i: int, used: set[int]) -> bool:
+        """The sentence opens with a word naming something the catalogue does not know, right before
+        the cue of the bare value at toks[i] ("Density back to 2.2", "roughness to 0.3 then"): the
+        value is that thing's, not the parameter talked about last."""
+        if i < 2 or toks[1:i] not in (["back", "to"], ["to"], ["goes", "back", "to"], ["went", "back", "to"]) or 0 in used:
+            return False
+        tok = toks[0]
+        return tok.isalpha() and len(tok) > 3 and tok not in self._vocab and tok not in _SUBJECT_WORDS
+
     def _in_engine(self, toks: list[str], i: int) -> bool:
         """toks[i] names the engine a setting is in, between the setting and its value ("in Octane")."""
         return toks[i] in self._engine_words and i > 0 and toks[i - 1] in ("in", "for", "on")
@@ -947,6 +956,8 @@ class Extractor:
         if follows:
             guess_ctx = replace(guess_ctx, last=guess_ctx.last + tuple(earlier))
         parsed = [P.parse_number(t) for t in toks]
+        if not named and any(n is not None and self._other_subject(toks, i, used) for i, n in enumerate(parsed)):
+            return out  # "Density back to 2.2": something the catalogue does not know, not the GI clamp
         previous, last = [], None  # the number before each token
         for i, num in enumerate(parsed):
             previous.append(last)
@@ -1192,6 +1203,11 @@ _GPU_MODEL = re.compile(r"^[1-9]\d{2}0$")  # 3090, 4080, 1060: graphics cards, n
 _GEFORCE = re.compile(r"^[1-5]0[5-9]0$")  # the GeForce numbers themselves, said alone ("… noisy. 4090")
 
 
+_SUBJECT_WORDS = {"okay", "yeah", "yes", "yep", "fine", "then", "also", "still", "just", "maybe", "actually", "sure",
+                  "right", "well", "done", "cool", "great", "thanks", "nope", "alright", "back", "moving", "going",
+                  "setting", "putting", "dropped", "raised", "lowered", "bumped", "changed", "keeping", "leaving",
+                  "staying", "tried", "trying", "using", "took", "made", "make", "let's", "lets", "this", "that",
+                  "what", "everything", "rolling", "rolled", "reverting", "reverted", "switching", "settled", "went"}
 _AFTER_MIN = {"samples", "sample", "subdivs", "subdivisions", "subdiv", "adaptive", "spp", "rays", "aa"}
 
 
@@ -1345,6 +1361,8 @@ _STATE_HEAD = re.compile(r"\b(?:i'?m on|i am on|i'?m using|i am using|i'?m at|i 
 _ASKING_HEAD = re.compile(r"\b(?:should|could|would|what|how|why|which|maybe|try|if|does|do|can|shall|is it|is that)\b")
 
 
+_FUTURE = re.compile(r" (?:will be|will go|will stay|will need|'ll be|ll be|final delivery|for delivery|delivery is|"
+                     r"deliver at|deliver in|delivering at|delivering in) ")
 _PLAN = re.compile(r"\b(?:we'll|we will|i'll|i will|going to|gonna|for the finals?|tomorrow|later|next week|probably)\b")
 _LATER = re.compile(r"\b(?:maybe|might|perhaps|probably|possibly|thinking of|thinking about|will try|i'll try|"
                     r"could try|tomorrow|later|next time)\b")
@@ -1416,6 +1434,8 @@ def _status(sentence: str, toks: list[str], role: str) -> str:
     if _has(low, _REJECT) and any(P.parse_number(t) for t in toks):  # "8 is too low": about a value said
         return REJECTED
     if sentence.rstrip().endswith("?") or (toks and toks[0] in _QUESTION_START):
+        return PROPOSED
+    if _FUTURE.search(low):  # "final delivery will be 3840x2160": a plan, not what is set
         return PROPOSED
     strong = [p for p in _APPLIED_STRONG if f" {p} " in low]
     weak = [p for p in _PROPOSAL if f" {p} " in low]

@@ -292,7 +292,10 @@ class Catalogue:
             for size in range(min(self._longest, n - i), 0, -1):
                 key = tuple(toks[i:i + size])
                 if key in self._phrases and (not engine or size == 1 or any(
-                        s.engine in (engine, ANY) for s in self._phrases[key])):
+                        s.engine in (engine, ANY) for s in self._phrases[key])
+                        or not self._means_something(toks[i], engine)):
+                    # another engine's name whose first word means nothing alone here ("light
+                    # samples" in Octane) stays that name: never Octane's "samples"
                     found.append((i, i + size, self._phrases[key]))
                     i += size
                     break
@@ -303,6 +306,13 @@ class Catalogue:
             else:
                 i += 1
         return found
+
+    def _means_something(self, tok: str, engine: str) -> bool:
+        """The word alone names something in ``engine``: a parameter, an enum value ("pt", the PT
+        kernel) or an engine."""
+        return any(s.engine in (engine, ANY) for s in self._phrases.get((tok,), ())) \
+            or (tok,) in self.engines or self.bare_value([tok], 0, engine) is not None \
+            or any(s.engine in (engine, ANY) for s, _ in self._bare.get((tok,), ()))
 
     def bare_value(self, toks: list[str], start: int, engine: str) -> tuple[ParamSpec, str, int, bool] | None:
         """An enum value said without its parameter at ``toks[start:]`` (longest first), in the engine

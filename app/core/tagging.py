@@ -19,7 +19,7 @@ _NUMBER = r"[-+]?\d+(?:[.,]\d+)?\s*(?:%|mm|px|k|ev|x|ms|s|°)?"
 
 
 class Tagger(Protocol):
-    def tag(self, text: str) -> Tags: ...
+    def tag(self, text: str, engine: str = "") -> Tags: ...
 
 
 @dataclass(frozen=True)
@@ -151,14 +151,17 @@ class RuleTagger:
             re.IGNORECASE,
         )
 
-    def tag(self, text: str) -> Tags:
+    def tag(self, text: str, engine: str = "") -> Tags:
+        """The message's tags. ``engine`` is the engine its conversation is about (named earlier):
+        a message that names no engine itself is that engine's, whatever its words hint at — in an
+        Octane day "adaptive sampling" and "caustics" are Octane's, not Cycles'."""
         sample = text[:20_000]  # tags come from the head of a huge paste; the whole text is still indexed
         toks = tokens(sample)
         words = self._words.scan(toks)
         kind = self._type(sample, toks)
         high = bool(self._high.scan(toks[:400])) and kind in ("instruction", "setting", "logic", "critique")
         priority = 2 if high else 1 if kind in ("setting", "critique", "instruction") else 0
-        return Tags(domain=self._domain(words), type=kind, engine=self._engine(words), host_app=self._host(words),
+        return Tags(domain=self._domain(words), type=kind, engine=self._engine(words, engine), host_app=self._host(words),
                     priority=priority)
 
     @staticmethod
@@ -182,8 +185,11 @@ class RuleTagger:
         return max(scores, key=lambda d: (scores[d], -self._order.index(d)))
 
     @staticmethod
-    def _engine(words) -> str | None:
+    def _engine(words, around: str = "") -> str | None:
+        """The engine the message names; else the conversation's; else the one its words hint at."""
         for prefix in ("engine:", "hint:"):
+            if prefix == "hint:" and around:
+                return around
             counts: dict[str, int] = {}
             for _, _, labels in words:
                 for label in labels:

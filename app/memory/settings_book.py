@@ -208,6 +208,13 @@ class SettingsBook:
         """The engine the project has been talking about lately ("" if none yet)."""
         return self._engine
 
+    def engine_of(self, conversation_id: str) -> str:
+        """The engine a conversation is about, as its settings were read ("" if none named yet); else
+        the project's lately."""
+        with self._lock:
+            ctx = self._contexts.get(conversation_id)
+            return (ctx.engine if ctx is not None else "") or self._engine
+
     def currents(self, engine: str | None = None, candidates: bool = False) -> list[Current]:
         with self._lock:
             return self.ledger.currents(engine, candidates)

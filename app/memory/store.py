@@ -155,6 +155,7 @@ class ProjectStore:
         self.book = MarkdownBook(self.folder, name)
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
         self.tagger = tagger
+        self._talk: dict[str, str] = {}  # conversation id → the engine it is about (for the messages' tags)
         self.embedder = embedder
         self.index_uri = index_uri.format(project=self.folder.name) if index_uri else str(self.folder / "memory.lance")
         self._state_path = self.folder / "journal" / "projections.json"
@@ -554,8 +555,18 @@ class ProjectStore:
 
     def to_message(self, data: dict) -> Message:
         fields = {k: data[k] for k in ("id", "conversation_id", "role", "speaker", "text", "ts_ms")}
+        # the engine its conversation is about (named earlier in it; else the project's lately): a
+        # message in an Octane day is Octane's even where its words hint at another engine
+        conv = data["conversation_id"]
+        around = self._talk.get(conv) or (self.settings.engine_of(conv) if self.settings is not None else "")
+        tags = self.tagger.tag(data["text"], around)
+        if tags.engine:
+            self._talk[conv] = tags.engine
+            if len(self._talk) > 64:  # old conversations: their engine no longer matters
+                for old in list(self._talk)[:-32]:
+                    self._talk.pop(old, None)
         # the project's name now (the journal keeps the name it had when the message was said)
-        return Message(**fields, project=self.name, turn_id=data.get("turn_id", ""), tags=self.tagger.tag(data["text"]),
+        return Message(**fields, project=self.name, turn_id=data.get("turn_id", ""), tags=tags,
                        status=data.get("status", ""))
 
     # ---- vectors -----------------------------------------------------------------------------------
