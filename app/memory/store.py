@@ -56,6 +56,7 @@ log = logging.getLogger("kelvin.store")
 OP_MESSAGE_ADD = "message.add"
 OP_MESSAGE_EDIT = "message.edit"
 OP_MESSAGE_DELETE = "message.delete"
+CONTEXT_ENGINE = "context_engine"  # in a message event: the engine its conversation was about when it was said
 OP_MESSAGE_RESTORE = "message.restore"  # a deleted message put back (undo): the whole message, as it was
 OP_MEMORY_ADD = "memory.add"
 OP_MEMORY_DELETE = "memory.delete"
@@ -142,6 +143,12 @@ class Projections:
         os.replace(tmp, path)
 
 
+def with_engine(m: Message) -> dict:
+    """A stored message as a restore event: the whole message, and the engine it was tagged with
+    (so it comes back tagged as it was)."""
+    return {**m.to_event(), **({CONTEXT_ENGINE: m.tags.engine} if m.tags.engine else {})}
+
+
 class ProjectStore:
     def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = "",
                  extractor: Extractor | None = None):
@@ -155,7 +162,7 @@ class ProjectStore:
         self.book = MarkdownBook(self.folder, name)
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
         self.tagger = tagger
-        self._talk: dict[str, str] = {}  # conversation id → the engine it is about (for the messages' tags)
+        self._talk: dict[str, str] = {}  # conversation id → the engine it is about, as new messages are journaled
         self.embedder = embedder
         self.index_uri = index_uri.format(project=self.folder.name) if index_uri else str(self.folder / "memory.lance")
         self._state_path = self.folder / "journal" / "projections.json"
@@ -319,6 +326,8 @@ class ProjectStore:
                 if d["id"] in known or d["id"] in batch:
                     continue  # already stored (a restore of a message that is there changes nothing)
                 batch.add(d["id"])
+            if op == OP_MESSAGE_ADD and CONTEXT_ENGINE not in d:
+                d = self._with_context(d)
             kept.append((op, d))
         if not kept:
             return []
@@ -465,7 +474,8 @@ class ProjectStore:
             if old is None:
                 log.warning("journal edits message %s, which is not in the index; skipped", data["id"])
                 return
-            new = self.to_message({**old.to_event(), "text": data["text"]})
+            new = self.to_message({**old.to_event(), "text": data["text"],
+                                   CONTEXT_ENGINE: data.get(CONTEXT_ENGINE, old.tags.engine or "")})
             self.index.delete_messages([old.id])
             rows = message_rows(new)
             self.index.put_messages([new], self._embed_rows(rows), rows=rows)
@@ -548,6 +558,21 @@ class ProjectStore:
     def _lookup(self, message_id: str) -> Message | None:
         return self.index.messages([message_id]).get(message_id)
 
+    def _with_context(self, d: dict) -> dict:
+        """The message event with the engine its conversation is about now (the one it names, else
+        the one named earlier in the conversation, else the project's lately), kept in the journal so
+        that every replay tags it the same way."""
+        conv = d["conversation_id"]
+        around = self._talk.get(conv)
+        if around is None:  # the first message of this conversation in this process: as the ledger read it
+            around = self.settings.engine_of(conv) if self.settings is not None else ""
+        engine = self.tagger.tag(d["text"], around).engine or ""
+        self._talk[conv] = engine
+        if len(self._talk) > 64:  # old conversations: their engine no longer matters here
+            for old in list(self._talk)[:-32]:
+                self._talk.pop(old, None)
+        return {**d, CONTEXT_ENGINE: around} if around else d
+
     def bare_message(self, data: dict) -> Message:
         """The message of a journal event without its tags (what the settings ledger reads)."""
         fields = {k: data[k] for k in ("id", "conversation_id", "role", "speaker", "text", "ts_ms")}
@@ -555,16 +580,9 @@ class ProjectStore:
 
     def to_message(self, data: dict) -> Message:
         fields = {k: data[k] for k in ("id", "conversation_id", "role", "speaker", "text", "ts_ms")}
-        # the engine its conversation is about (named earlier in it; else the project's lately): a
-        # message in an Octane day is Octane's even where its words hint at another engine
-        conv = data["conversation_id"]
-        around = self._talk.get(conv) or (self.settings.engine_of(conv) if self.settings is not None else "")
-        tags = self.tagger.tag(data["text"], around)
-        if tags.engine:
-            self._talk[conv] = tags.engine
-            if len(self._talk) > 64:  # old conversations: their engine no longer matters
-                for old in list(self._talk)[:-32]:
-                    self._talk.pop(old, None)
+        # the engine its conversation was about when it was said (stamped in the journal by write()):
+        # a message in an Octane day is Octane's even where its words hint at another engine
+        tags = self.tagger.tag(data["text"], str(data.get(CONTEXT_ENGINE) or ""))
         # the project's name now (the journal keeps the name it had when the message was said)
         return Message(**fields, project=self.name, turn_id=data.get("turn_id", ""), tags=tags,
                        status=data.get("status", ""))
@@ -698,7 +716,7 @@ class ProjectStore:
                     events.append((OP_MESSAGE_EDIT, {"id": mid, "text": copies[mid].text}))
             elif any((m.ts_ms, m.conversation_id, m.role) == (mine.ts_ms, mine.conversation_id, mine.role) for m in back):
                 events.append((OP_MESSAGE_DELETE, {"id": mid}))
-        events += [(OP_MESSAGE_RESTORE, m.to_event()) for m in back]
+        events += [(OP_MESSAGE_RESTORE, with_engine(m)) for m in back]
         if not events:
             return []
         self.journal.append(events)
@@ -734,7 +752,8 @@ class ProjectStore:
                 else:
                     archived[d["id"]] = day
             elif e.op == OP_MESSAGE_EDIT and d["id"] in messages:
-                messages[d["id"]] = {**messages[d["id"]], "text": d["text"]}
+                messages[d["id"]] = {**messages[d["id"]], "text": d["text"],
+                                     **({CONTEXT_ENGINE: d[CONTEXT_ENGINE]} if CONTEXT_ENGINE in d else {})}
                 (salvaged.add if e.salvaged else salvaged.discard)(d["id"])
             elif e.op == OP_MESSAGE_DELETE:
                 deleted.add(d["id"])

@@ -41,6 +41,7 @@ from app.memory.index import Filters, message_from_rows
 from app.memory.journal import JournalError, StoreLocked
 from app.memory.markdown import before
 from app.memory.store import (
+    CONTEXT_ENGINE,
     OP_MEMORY_ADD,
     OP_MEMORY_DELETE,
     OP_MESSAGE_ADD,
@@ -48,6 +49,7 @@ from app.memory.store import (
     OP_MESSAGE_EDIT,
     OP_MESSAGE_RESTORE,
     ProjectStore,
+    with_engine,
 )
 from app.services.commit_queue import CommitQueue
 from app.services.importer import ImportItem
@@ -213,9 +215,11 @@ class MemoryService:
         store = self.store(project)
         check_text(text)
         self.writer.flush()  # an edit may follow its message's commit at once
-        if not self.show(message_id, project):
+        old = self.show(message_id, project)
+        if old is None:
             raise RecordError(f"no message {message_id!r} in project {store.name!r}")
-        self.writer.submit(store.name, [(OP_MESSAGE_EDIT, {"id": message_id, "text": text})]).result()
+        edit = {"id": message_id, "text": text, **({CONTEXT_ENGINE: old.tags.engine} if old.tags.engine else {})}
+        self.writer.submit(store.name, [(OP_MESSAGE_EDIT, edit)]).result()
         self.settled(store.name, "the edit")
         return self.show(message_id, project)  # type: ignore[return-value]
 
@@ -235,7 +239,7 @@ class MemoryService:
         deletion and the restore as two events; a message that is still there is left alone."""
         store = self.store(project)
         self.writer.flush()
-        self.writer.submit(store.name, [(OP_MESSAGE_RESTORE, message.to_event())]).result()
+        self.writer.submit(store.name, [(OP_MESSAGE_RESTORE, with_engine(message))]).result()
         self.settled(store.name, "the message")
         back = self.show(message.id, project)
         if back is None:
