@@ -679,6 +679,9 @@ class Extractor:
 
     def _bool(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int]):
         before = " " + " ".join(toks[max(0, start - 4):start]) + " "
+        if toks[start - 1:start] in (["no"], ["without"]) and start - 1 not in used:  # "no caustics in render"
+            used.add(start - 1)
+            return False, "", False
         if any(f" {phrase} " in before for phrase in _BOOL_OFF_VERBS):  # "turn off motion blur on the plates"
             return False, "", False
         if any(f" {phrase} " in before for phrase in _BOOL_ON_VERBS):
