@@ -96,6 +96,20 @@ def _parser() -> argparse.ArgumentParser:
     su.add_argument("parameter", help="the setting's name or a synonym")
     su.add_argument("--engine", help=ENGINE_HELP)
 
+    sc = sub.add_parser("scene", help="render settings read from the scene itself (Blender .blend files, or the "
+                                      "scene format any DCC script can send)")
+    scsub = sc.add_subparsers(dest="scene_command", required=True)
+    si = scsub.add_parser("import", help="read a scene's render settings into the ledger (applied, from the scene)")
+    si.add_argument("file", help="a .blend file, a scene-format .json file, or - for scene-format JSON on stdin")
+    si.add_argument("--scene", default="", help="the scene inside the .blend (default: the one it was saved with)")
+    si.add_argument("--json", action="store_true", help="print JSON instead of text")
+    sd = scsub.add_parser("diff", help="where the scene differs from what was decided (in conversation or by hand)")
+    sd.add_argument("file", help="a .blend file, a scene-format .json file, or - for JSON on stdin")
+    sd.add_argument("--scene", default="", help="the scene inside the .blend")
+    sd.add_argument("--json", action="store_true", help="print JSON instead of text")
+    sa = scsub.add_parser("addon", help="write Kelvin's Blender add-on as a zip to install from Blender's preferences")
+    sa.add_argument("--out", default="kelvin_sync.zip", help="where to write the zip (default: ./kelvin_sync.zip)")
+
     br = sub.add_parser("brief", help="end of day: write the master brief of the project and archive it")
     br.add_argument("--since", help="cover messages from this time (ISO, e.g. 2026-11-23 or 2026-11-23T09:00); "
                     "default: since the last brief")
@@ -562,6 +576,7 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
     first paint."""
     from app.core.commands import CommandError
     from app.core.records import RecordError
+    from app.core.scene import SceneError
     from app.llm.errors import OllamaUnavailable
     from app.memory.embedders import EmbedderUnavailable
     from app.memory.index import IndexError_
@@ -571,7 +586,7 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
     from app.settings import SettingsError
 
     return (RecordError, ImportProblem, SettingsError, JournalError, IndexError_, EmbedderUnavailable,
-            OllamaUnavailable, CommandError, UnsafePath, _Expected)
+            OllamaUnavailable, CommandError, UnsafePath, SceneError, _Expected)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -606,6 +621,10 @@ def _main(argv: list[str] | None) -> int:
         terminal.leave_on_quit_signals()
         if args.command == "doctor":
             return terminal.doctor(settings, args.json)
+        if args.command == "scene" and args.scene_command == "addon":
+            from app import scene_terminal
+
+            return scene_terminal.addon(args.out)
         if args.command == "gpu":
             return _gpu(args, settings)
         if args.command in (None, "app"):
@@ -624,6 +643,10 @@ def _main(argv: list[str] | None) -> int:
             return terminal.project(args, service)
         if args.command == "settings":
             return terminal.settings(args, service)
+        if args.command == "scene":
+            from app import scene_terminal
+
+            return scene_terminal.scene(args, settings, service)
         if args.command == "brief":
             return _brief(args, settings, service)
         return _memory(args, service)

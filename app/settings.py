@@ -72,6 +72,9 @@ class Settings:
                                       "instead of with the next question.", "KELVIN_PRELOAD_AFTER_RENDER")
     renderer_processes: str = _opt("", "More process names that count as renderers, comma-separated "
                                    "(e.g. 'myfarmclient, hrender').", "KELVIN_RENDERER_PROCESSES")
+    blender_python: str = _opt("", "The Python that has Blender's bpy module (or a 'blender' executable) that "
+                               "reads .blend files for 'kelvin scene'; empty: this Python if it has bpy, else "
+                               "'blender' on the PATH.", "KELVIN_BLENDER_PYTHON")
     schema_version: int = _opt(SCHEMA_VERSION, "Version of this settings layout (for migrations).")
 
     # ---- derived -------------------------------------------------------------------------------

@@ -340,7 +340,8 @@ def settings(args, memory) -> int:
             for e in entries:
                 mark = "→" if cur is not None and e.id == cur.entry.id else " "
                 value = "(the current value)" if e.value is None and e.status == "rejected" else format_value(e.value, e.unit)
-                src = ("by hand" + (f": {clean_output(e.note)}" if e.note else "")) if e.by == "artist" else (e.source_id or "")
+                src = ("by hand" + (f": {clean_output(e.note)}" if e.note else "")) if e.by == "artist" else \
+                    f"scene: {clean_output(e.note)}" if e.by == "scene" else (e.source_id or "")
                 print(f"  {mark} {when(e.ts_ms)}  {e.status:<9} {value:<14} {src}")
         return EXIT_OK
     if cmd == "set":

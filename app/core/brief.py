@@ -196,13 +196,17 @@ def settings_table(rows: list[tuple[str, str, str, str]]) -> str:
 
 
 def compose(project: str, day: str, written_at: str, narrative: dict[str, str], settings_md: str,
-            flagged: list[str], domains: list[str], messages: int) -> str:
+            flagged: list[str], domains: list[str], messages: int, scene_lines: tuple[str, ...] = ()) -> str:
     parts = [f"# Master brief — {project}\n",
              f"_{day} · written {written_at} by Kelvin from {messages} messages in "
              f"{len(domains)} domain{'s' if len(domains) != 1 else ''} ({', '.join(domains) or 'none'})._\n"]
     for title in SECTIONS[:1]:
         parts.append(f"## {title}\n\n{narrative.get(title) or '_Nothing recorded._'}\n")
-    parts.append(f"## {SETTINGS_TITLE}\n\n_From the settings ledger, not from the model._\n\n{settings_md}\n")
+    scene = ""
+    if scene_lines:  # the last imported scene against what was decided (app.services.settings_ledger.scene_answer)
+        head, *rest = scene_lines
+        scene = f"\n**{head.rstrip(':')}**" + ("".join(f"\n- {line}" for line in rest) if rest else "") + "\n"
+    parts.append(f"## {SETTINGS_TITLE}\n\n_From the settings ledger, not from the model._\n\n{settings_md}\n{scene}")
     for title in SECTIONS[1:]:
         parts.append(f"## {title}\n\n{narrative.get(title) or '_Nothing recorded._'}\n")
     if flagged:

@@ -71,7 +71,7 @@ class Current:
         return {"engine": e.engine or None, "parameter": e.parameter, "name": e.name or e.parameter,
                 "value": list(e.value) if isinstance(e.value, tuple) else e.value, "unit": e.unit,
                 "status": e.status, "set_at": e.ts_ms, "source_id": e.source_id or None, "domain": e.domain,
-                "by": e.by, "candidate": e.candidate,
+                "by": e.by, "candidate": e.candidate, "note": e.note or None,
                 "previous": None if self.previous is None else {
                     "value": list(self.previous.value) if isinstance(self.previous.value, tuple) else self.previous.value,
                     "unit": self.previous.unit, "set_at": self.previous.ts_ms}}

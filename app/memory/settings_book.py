@@ -30,7 +30,8 @@ OP_SETTING_SET = "setting.set"
 OP_SETTING_UNSET = "setting.unset"
 OP_SETTING_RETRACT = "setting.retract"
 OP_SETTING_ADD = "setting.add"  # a setting the model pass found in a message
-SETTING_OPS = (OP_SETTING_SET, OP_SETTING_UNSET, OP_SETTING_RETRACT, OP_SETTING_ADD)
+OP_SETTING_SCENE = "setting.scene"  # a value read from a scene file (kelvin scene import, the Blender add-on)
+SETTING_OPS = (OP_SETTING_SET, OP_SETTING_UNSET, OP_SETTING_RETRACT, OP_SETTING_ADD, OP_SETTING_SCENE)
 _MESSAGE_OPS = ("message.add", "message.edit", "message.delete")
 
 
@@ -153,6 +154,14 @@ class SettingsBook:
                         value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
                         status=str(d["status"]), name=str(d.get("name") or ""), domain=str(d.get("domain") or "general"))
             entry = self._entry(m, f"{seq}.0", int(d["ts_ms"]), str(d.get("source_id") or ""), seq, "model")
+            return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
+        if op == OP_SETTING_SCENE:  # applied, from the scene: the file and scene in the note
+            value = d.get("value")
+            entry = Entry(id=f"{seq}.0", engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
+                          value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
+                          status="applied", ts_ms=int(d["ts_ms"]), domain=str(d.get("domain") or "general"),
+                          name=str(d.get("name") or ""), by="scene", candidate=bool(d.get("candidate")), order=seq,
+                          note=str(d.get("note") or ""))
             return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
         if op == OP_SETTING_RETRACT:
             gone = self.ledger.retract(entry_id=str(d.get("entry_id", "")))

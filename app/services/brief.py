@@ -203,7 +203,9 @@ class BriefBuilder:
                  "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
         written_ms = now_ms()
         written_at = _iso(written_ms).replace("T", " ")
-        text = plan_.compose(project, day, written_at, narrative, plan_.settings_table(rows), flagged, domains, len(messages))
+        scene = self.ledger.scene_answer(project) if self.ledger.scene_in_ledger(project) is not None else ()
+        text = plan_.compose(project, day, written_at, narrative, plan_.settings_table(rows), flagged, domains, len(messages),
+                             scene)
         result = BriefResult(project=project, path=store.folder / BRIEF_FILE, archive=store.folder / ARCHIVE_FILE,
                              text=text, sections=narrative, settings=[cur.to_json() for cur in settings], flagged=flagged,
                              domains=domains, messages=len(messages), since_ms=since, written_ms=written_ms, calls=calls,

@@ -7,17 +7,22 @@ service reads it (caught up first) and writes the artist's corrections as journa
 from __future__ import annotations
 
 import logging
+import re
 
 from app.core.context import when
 from app.core.ledger import Current, Entry
 from app.core.parameters import ANY, ParamSpec, format_value, parse_value, tokens
 from app.core.records import RecordError, check_name, now_ms
-from app.memory.settings_book import OP_SETTING_RETRACT, OP_SETTING_SET, OP_SETTING_UNSET, SettingsBook
+from app.core.scene import Difference, Scene, SceneValue, difference_line, differences
+from app.memory.settings_book import (OP_SETTING_RETRACT, OP_SETTING_SCENE, OP_SETTING_SET, OP_SETTING_UNSET,
+                                      SettingsBook)
 from app.services.memory import MemoryService
 
 log = logging.getLogger("kelvin.settings")
 
 MAX_PROMPT_LINES = 12
+_SCENE_QUESTION = re.compile(r"\bscene\b.{0,60}\b(?:match|matches|differ|differs|different|decided|agree|same)\b"
+                             r"|\b(?:match|differ|decided)\b.{0,60}\bscene\b", re.IGNORECASE | re.DOTALL)
 _TOPIC_ONLY_DOMAINS = ("optimization", "lighting", "camera", "shading")
 
 
@@ -30,7 +35,7 @@ def describe(c: Current, with_source: bool = False) -> str:
     """"Octane GI clamp = 10 (set 2026-11-22 14:02; before: 25, set 09:10)"."""
     e, p = c.entry, c.previous
     label = " ".join(x for x in (engine_label(e.engine), e.name or e.parameter) if x)
-    bits = [f"set {when(e.ts_ms)}" + (" by hand" if e.by == "artist" else "")]
+    bits = [f"set {when(e.ts_ms)}" + (" by hand" if e.by == "artist" else f" from {e.note}" if e.by == "scene" else "")]
     if with_source and e.source_id and e.by != "artist":
         bits[0] += f" in {e.source_id}"
     if p is not None:
@@ -121,6 +126,85 @@ class SettingsLedger:
         book = self.book(project)
         return next((c for c in book.currents(candidates=True) if c.entry.key == key), None)
 
+    # ---- scenes ------------------------------------------------------------------------------------
+    def import_scene(self, scene: Scene, project: str | None = None) -> dict:
+        """Every value of the scene into the ledger as applied, from the scene (the file and scene
+        in the note, dated now), in one journal append: all of it or none. Values the catalogue
+        does not know are kept as candidates."""
+        ts = now_ms()
+        note = scene.source[:200]
+
+        def event(v: SceneValue, candidate: bool) -> tuple[str, dict]:
+            spec = v.spec
+            engine, parameter = (spec.engine, spec.key) if spec is not None else (ANY, _slug(v.name))
+            value = list(v.value) if isinstance(v.value, tuple) else v.value
+            return (OP_SETTING_SCENE, {"engine": engine, "parameter": parameter, "value": value, "unit": v.unit,
+                                       "ts_ms": ts, "name": spec.name if spec is not None else v.name,
+                                       "domain": spec.domain if spec is not None else "general", "note": note,
+                                       "candidate": candidate})
+
+        events = [event(v, False) for v in scene.values] + [event(v, True) for v in scene.candidates
+                                                            if _slug(v.name)]
+        if events:
+            store = self.memory.store(project)
+            self.memory.writer.submit(store.name, events).result()
+        return {"source": scene.source, "settings": len(scene.values), "candidates": len(events) - len(scene.values),
+                "at": ts}
+
+    def scene_differences(self, scene: Scene, project: str | None = None) -> list[tuple[Difference, str]]:
+        """Where the scene differs from what was decided (in conversation or by hand; earlier scene
+        imports do not count), each with the words it was decided in."""
+        self.memory.flush()
+        book = self.book(project)
+        found = differences(scene, {v.key: book.history(*v.key) for v in scene.values})
+        return [(d, self._quote(d.source_id, project)) for d in found]
+
+    def scene_in_ledger(self, project: str | None = None) -> Scene | None:
+        """The last scene imported into the project, as the ledger holds it (None: never)."""
+        self.memory.flush()
+        book = self.book(project)
+        latest: dict[tuple[str, str], Entry] = {}
+        for key in book.keys():
+            for e in book.history(*key):
+                if e.by == "scene" and not e.candidate and (key not in latest or e.order > latest[key].order):
+                    latest[key] = e
+        if not latest:
+            return None
+        last_ts = max(e.ts_ms for e in latest.values())
+        values = tuple(SceneValue(self.catalogue.specs.get(e.key), e.name, e.value, e.unit)
+                       for e in latest.values() if e.ts_ms == last_ts and e.key in self.catalogue.specs)
+        note = next((e.note for e in latest.values() if e.ts_ms == last_ts), "")
+        return Scene(app="", file=note, scene="", engine="", values=values, candidates=())
+
+    def scene_lines(self, project: str | None = None) -> list[str]:
+        """One line per setting where the last imported scene differs from what was decided."""
+        scene = self.scene_in_ledger(project)
+        if scene is None:
+            return []
+        now = now_ms()
+        return [difference_line(d, now, quote) for d, quote in self.scene_differences(scene, project)]
+
+    def scene_answer(self, project: str | None = None) -> tuple[str, ...]:
+        """The diff, as the lines a question about the scene and the decisions gets."""
+        scene = self.scene_in_ledger(project)
+        if scene is None:
+            return ("No scene has been imported into this project yet (kelvin scene import FILE.blend, or Send to "
+                    "Kelvin in Blender)",)
+        lines = self.scene_lines(project)
+        if not lines:
+            return (f"The last scene imported ({scene.file}) matches what was decided",)
+        return (f"The last scene imported ({scene.file}) differs from what was decided:",
+                *lines[:MAX_PROMPT_LINES])
+
+    def _quote(self, source_id: str, project: str | None) -> str:
+        if not source_id:
+            return ""
+        m = self.memory.show(source_id, project)
+        if m is None:
+            return ""
+        text = " ".join(m.text.split())
+        return text if len(text) <= 90 else text[:87].rstrip() + "…"
+
     # ---- for the conversation ----------------------------------------------------------------------
     def relevant(self, project: str, question: str) -> tuple[str, ...]:
         """Current values a question is about: the parameters it names, else (for a question about
@@ -129,6 +213,8 @@ class SettingsLedger:
         currents = book.currents()
         if not currents:
             return ()
+        if _SCENE_QUESTION.search(question[:4000]):  # "does my scene match what we decided?"
+            return self.scene_answer(project)
         toks = [t for t, _ in tokens(question[:4000])]
         named: list[tuple[str, str]] = []
         engines: set[str] = set()
@@ -184,3 +270,8 @@ class SettingsLedger:
             return f"no setting called {name!r} in the ledger"
         return (f"{name!r} is a setting of several engines ({', '.join(engine_label(e) or 'any' for e, _ in keys)}); "
                 "add --engine")
+
+
+def _slug(name: str) -> str:
+    """A candidate's key: its words joined ("view transform" → "view_transform")."""
+    return "_".join(t for t, _ in tokens(name))[:80]

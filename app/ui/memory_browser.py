@@ -88,8 +88,17 @@ class MemoryBrowser(QObject):
         if self.services is None:
             return
         ledger, project = self.services.conversation.ledger, self.project
-        self.pools.run(self.pools.memory, lambda report: ledger.current(project, candidates=True),
-                       returned=lambda rows: self.view.settings.show_current(rows) if project == self.project else None,
+        def read(report):
+            rows = ledger.current(project, candidates=True)
+            scene = ledger.scene_answer(project) if ledger.scene_in_ledger(project) is not None else ()
+            return rows, scene
+
+        def show(found) -> None:
+            if project == self.project:
+                self.view.settings.show_current(found[0])
+                self.view.settings.show_scene(found[1])
+
+        self.pools.run(self.pools.memory, read, returned=show,
                        errored=lambda exc: self.view.settings.count.setText(f"Settings could not be read: {exc}"))
         key = self.view.settings.selected_key()
         if key is not None:

@@ -23,6 +23,11 @@ def when(ts_ms: int) -> str:
     return format_ts(ts_ms)[:16].replace("T", " ")
 
 
+def who(by: str) -> str:
+    """Who put a value in the ledger, in a word: you (by hand), the model, the scene, or the chat."""
+    return {"artist": "you", "model": "model", "scene": "scene"}.get(by, "chat")
+
+
 def engine_name(engine: str) -> str:
     return _ENGINES.get(engine, engine.capitalize())
 
@@ -72,7 +77,7 @@ class CurrentModel(QAbstractTableModel):
             return None
         p = c.previous
         return (engine_name(e.engine), (e.name or e.parameter).replace("_", " "), format_value(e.value, e.unit),
-                when(e.ts_ms), "you" if e.by == "artist" else ("model" if e.by == "model" else "chat"),
+                when(e.ts_ms), who(e.by),
                 "" if p is None else format_value(p.value, p.unit))[index.column()]
 
     def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
@@ -116,6 +121,8 @@ class HistoryModel(QAbstractTableModel):
         e = self.entries[index.row()]
         if e.by == "artist":
             said = "by hand" + (f": {e.note}" if e.note else "")
+        elif e.by == "scene":
+            said = f"read from {e.note}" if e.note else "read from a scene"
         else:
             said = self.sources.get(e.source_id, "")
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -123,8 +130,7 @@ class HistoryModel(QAbstractTableModel):
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         return (when(e.ts_ms), format_value(e.value, e.unit), e.status,
-                "you" if e.by == "artist" else ("model" if e.by == "model" else "chat"),
-                stripped(said)[:240])[index.column()]  # the message's words, not its Markdown marks
+                who(e.by), stripped(said)[:240])[index.column()]  # the message's words, not its Markdown marks
 
 
 class SettingsPanel(QWidget):
@@ -163,6 +169,9 @@ class SettingsPanel(QWidget):
         self.unset_button.setToolTip("Kelvin forgets the current value (the history stays)")
         self.unset_button.clicked.connect(self._unset)
         self.count = QLabel("", objectName="settingsCount", wordWrap=True)
+        # the last imported scene against what was decided (kelvin scene import, Send to Kelvin in Blender)
+        self.scene = QLabel("", objectName="sceneDiff", wordWrap=True, textFormat=Qt.TextFormat.PlainText)
+        self.scene.hide()
         lower = QWidget()
         lower_layout = QVBoxLayout(lower)
         lower_layout.setContentsMargins(0, 4, 0, 0)
@@ -177,6 +186,7 @@ class SettingsPanel(QWidget):
         split.setSizes([300, 200])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.scene)
         layout.addWidget(split, 1)
         layout.addWidget(self.count)
         self._key = None
@@ -192,6 +202,7 @@ class SettingsPanel(QWidget):
         self.title.setText("Select a setting to see its history")
         self.unset_button.setEnabled(False)
         self.count.setText("")
+        self.show_scene(())
 
     def show_current(self, rows: list) -> None:
         key = self._key
@@ -207,6 +218,14 @@ class SettingsPanel(QWidget):
             self.history.set_entries([], {})
             self.unset_button.setEnabled(False)
             self.title.setText("Select a setting to see its history")  # never the title of one that is gone
+
+    def show_scene(self, lines: tuple[str, ...]) -> None:
+        """A line per setting where the scene differs from what was decided (hidden: no scene)."""
+        self.scene.setText("\n".join(("⚠ " + lines[0], *("  " + x for x in lines[1:]))) if len(lines) > 1
+                           else ("✓ " + lines[0]) if lines else "")
+        self.scene.setProperty("differs", len(lines) > 1)
+        self.scene.style().polish(self.scene)
+        self.scene.setVisible(bool(lines))
 
     def show_history(self, key, entries: list, sources: dict) -> None:
         if key != self._key:

@@ -1,0 +1,199 @@
+"""A scene's render settings (Kelvin's scene format), checked against the catalogue, and where the
+scene differs from what was decided. Pure: no I/O.
+
+The format (``docs/scene-format.md``) is what the Blender reader and add-on send, and what a script
+for any other DCC app can send: ``{"format": "kelvin-scene", "version": 1, "app", "file", "scene",
+"engine", "settings": [{"engine", "parameter" (or "name"), "value"}], "extra": [{"name", "value",
+"unit"}], "notes": [...]}``. A setting the catalogue knows becomes an applied ledger value; one it
+does not know (or a value it cannot hold) is kept as a candidate — never dropped silently.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from app.core.ledger import APPLIED, Current, Entry, fold
+from app.core.parameters import ANY, Catalogue, ParamSpec, Value, format_value, parse_value, same_value
+
+FORMAT = "kelvin-scene"
+VERSION = 1
+MAX_SETTINGS = 2000  # a scene sends a few dozen; thousands is junk, refused whole
+MAX_TEXT = 200
+
+
+class SceneError(ValueError):
+    """A scene that cannot be read or used, in one plain sentence."""
+
+
+@dataclass(frozen=True)
+class SceneValue:
+    spec: ParamSpec | None  # None: a candidate (the catalogue has no key for it)
+    name: str  # the display name ("Max samples"; for a candidate, the words sent: "view transform")
+    value: Value
+    unit: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.spec.ident if self.spec is not None else (ANY, self.name)
+
+
+@dataclass(frozen=True)
+class Scene:
+    app: str
+    file: str
+    scene: str
+    engine: str
+    values: tuple[SceneValue, ...]  # known to the catalogue
+    candidates: tuple[SceneValue, ...]  # kept, not known
+    notes: tuple[str, ...] = ()
+
+    @property
+    def source(self) -> str:
+        """Where the values come from, as the ledger notes it: "forest.blend · scene 'Scene'"."""
+        name = self.file.replace("\\", "/").rsplit("/", 1)[-1] if self.file else self.app or "a scene"
+        return f"{name} · scene {self.scene!r}" if self.scene else name
+
+
+def read(data: object, catalogue: Catalogue) -> Scene:
+    """The scene format → a :class:`Scene`, every value checked. Raises SceneError (nothing is
+    half-read: a scene is used whole or not at all)."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise SceneError(f"not Kelvin's scene format (a JSON object with \"format\": \"{FORMAT}\")")
+    if data.get("version") != VERSION:
+        raise SceneError(f"scene format version {data.get('version')!r}: this Kelvin reads version {VERSION}")
+    settings, extra = data.get("settings", []), data.get("extra", [])
+    if not isinstance(settings, list) or not isinstance(extra, list):
+        raise SceneError("\"settings\" and \"extra\" are lists")
+    if len(settings) + len(extra) > MAX_SETTINGS:
+        raise SceneError(f"{len(settings) + len(extra):,} settings in one scene: at most {MAX_SETTINGS:,}")
+    values: list[SceneValue] = []
+    candidates: list[SceneValue] = []
+    for n, item in enumerate(settings, 1):
+        if not isinstance(item, dict):
+            raise SceneError(f"setting {n} is not an object")
+        spec = _spec(item, catalogue)
+        raw = item.get("value")
+        if spec is None:
+            candidates.append(SceneValue(None, _text(item.get("parameter") or item.get("name") or f"setting {n}"),
+                                         _plain(raw), _text(item.get("unit") or "")))
+            continue
+        try:
+            value, unit = _value(spec, raw)
+        except ValueError as exc:
+            candidates.append(SceneValue(None, f"{spec.name} ({exc})", _plain(raw), _text(item.get("unit") or "")))
+            continue
+        values.append(SceneValue(spec, spec.name, value, unit))
+    for n, item in enumerate(extra, 1):
+        if not isinstance(item, dict) or not str(item.get("name") or "").strip():
+            raise SceneError(f"extra {n} has no name")
+        candidates.append(SceneValue(None, _text(item["name"]), _plain(item.get("value")), _text(item.get("unit") or "")))
+    seen: dict[tuple[str, str], SceneValue] = {}
+    for v in values:
+        seen[v.key] = v  # one value per setting: the last one sent
+    notes = data.get("notes") or []
+    return Scene(app=_text(data.get("app") or ""), file=_text(data.get("file") or "", 500),
+                 scene=_text(data.get("scene") or ""), engine=_text(data.get("engine") or "").lower(),
+                 values=tuple(seen.values()), candidates=tuple(candidates),
+                 notes=tuple(_text(x, 300) for x in notes if isinstance(x, str)))
+
+
+def _spec(item: dict, catalogue: Catalogue) -> ParamSpec | None:
+    engine = str(item.get("engine") or "").lower()
+    engine = ANY if engine in ("", "any") else engine
+    key = str(item.get("parameter") or "").lower().strip()
+    if key and (engine, key) in catalogue.specs:
+        return catalogue.specs[(engine, key)]
+    name = str(item.get("name") or key)
+    hits = catalogue.lookup(name, engine or "") if name else []
+    return hits[0] if len(hits) == 1 else None
+
+
+def _value(spec: ParamSpec, raw) -> tuple[Value, str]:
+    if isinstance(raw, bool):
+        if spec.kind != "bool":
+            raise ValueError(f"not on/off but {spec.kind}")
+        return raw, ""
+    if isinstance(raw, (int, float)):
+        if isinstance(raw, float) and not math.isfinite(raw):
+            raise ValueError("not a number")
+        if spec.kind == "bool":
+            raise ValueError("on or off")
+        return parse_value(spec, repr(raw) if isinstance(raw, float) else str(raw))  # in the setting's own unit
+    if isinstance(raw, str):
+        return parse_value(spec, raw[:MAX_TEXT])
+    raise ValueError("no value")
+
+
+def _plain(raw) -> Value:
+    if isinstance(raw, (bool, int, str)) or raw is None:
+        return raw if not isinstance(raw, str) else raw[:MAX_TEXT]
+    if isinstance(raw, float):
+        return raw if math.isfinite(raw) else None
+    return _text(raw)
+
+
+def _text(x, limit: int = MAX_TEXT) -> str:
+    s = str(x)
+    return "".join(ch for ch in s if ch.isprintable())[:limit]
+
+
+# ---- the scene against what was decided -------------------------------------------------------------
+@dataclass(frozen=True)
+class Difference:
+    name: str  # "Cycles Clamp indirect"
+    key: tuple[str, str]
+    scene: str  # as shown: "10"
+    decided: str  # "7"
+    decided_at_ms: int
+    by: str  # "rules" (said in a conversation), "model", "artist" (set by hand)
+    source_id: str = ""  # the message it was said in
+    note: str = ""
+
+
+def decided(history: list[Entry]) -> Current | None:
+    """The value last *decided* for one setting — in conversation or by hand — leaving out what
+    earlier scene imports put in the ledger."""
+    return fold([e for e in history if e.by != "scene" and not e.candidate])
+
+
+def differences(scene: Scene, histories: dict[tuple[str, str], list[Entry]]) -> list[Difference]:
+    """Where the scene's value differs from the one decided (settings nobody decided are not
+    differences: the scene is simply what it is there)."""
+    out: list[Difference] = []
+    for v in scene.values:
+        now = decided(histories.get(v.key, []))
+        if now is None or now.entry.status != APPLIED or same_value(now.entry.value, v.value):
+            continue
+        e = now.entry
+        out.append(Difference(name=label(v.spec), key=v.key, scene=format_value(v.value, v.unit),
+                              decided=format_value(e.value, e.unit), decided_at_ms=e.ts_ms, by=e.by,
+                              source_id=e.source_id, note=e.note))
+    return out
+
+
+def label(spec: ParamSpec | None) -> str:
+    if spec is None:
+        return ""
+    engine = {"vray": "V-Ray", "": ""}.get(spec.engine, spec.engine.capitalize())
+    return f"{engine} {spec.name}".strip()
+
+
+def said_when(ts_ms: int, now_ms: int) -> str:
+    """"today", "yesterday", "on Tuesday" (this week), else "on 12 November"."""
+    then, now = datetime.fromtimestamp(ts_ms / 1000), datetime.fromtimestamp(now_ms / 1000)
+    days = (now.date() - then.date()).days
+    if days <= 0:
+        return "today"
+    if days == 1:
+        return "yesterday"
+    if days < 7:
+        return f"on {then:%A}"
+    return f"on {then.day} {then:%B}" + (f" {then.year}" if then.year != now.year else "")
+
+
+def difference_line(d: Difference, now_ms: int, quote: str = "") -> str:
+    """"Cycles Clamp indirect: scene 10, decided 7 on Tuesday ("Decision: clamp indirect 7")"."""
+    how = "set by hand" if d.by == "artist" else "decided"
+    why = f' ("{quote}")' if quote else (f" ({d.note})" if d.note else "")
+    return f"{d.name}: scene {d.scene}, {how} {d.decided} {said_when(d.decided_at_ms, now_ms)}{why}"

@@ -1,0 +1,89 @@
+"""Reading a .blend file's render settings with Blender, in a separate process.
+
+Blender is heavy (~0.8 GB, its own numpy), so Kelvin never imports ``bpy``: it runs the reader
+(``app/blender/kelvin_sync/scene_reader.py``, the same file the add-on uses) with a Python that has
+``bpy`` — the ``blender_python`` setting, else this Python if it has one, else a ``blender``
+executable on the PATH — and reads the JSON it writes. Every failure is one plain sentence
+(:class:`app.core.scene.SceneError`); nothing is written to the ledger before the whole scene is read.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from app.core.scene import SceneError
+
+READ_TIMEOUT_S = 180  # a huge production file takes a while to open
+INSTALL = ("Blender's Python module is not installed. Install it into its own Python 3.11 (it needs numpy<2, so "
+           "keep it apart from Kelvin's): python3.11 -m venv ~/.kelvin-blender && ~/.kelvin-blender/bin/pip install "
+           "bpy — then set blender_python = \"~/.kelvin-blender/bin/python\" in kelvin.toml (or "
+           "KELVIN_BLENDER_PYTHON). A Blender you already have works too: blender_python = \"/path/to/blender\".")
+
+
+def reader_path() -> Path:
+    return Path(str(resources.files("app.blender").joinpath("kelvin_sync", "scene_reader.py")))
+
+
+def command(setting: str = "") -> list[str]:
+    """How to run the reader: [python] or [blender, --background, …]. Raises SceneError with the
+    install steps when there is no Blender."""
+    chosen = os.path.expanduser(setting.strip()) if setting.strip() else ""
+    if chosen:
+        exe = shutil.which(chosen) or (chosen if os.path.isfile(chosen) else "")
+        if not exe:
+            raise SceneError(f"blender_python is {setting!r}, which does not exist. {INSTALL}")
+        return _blender(exe) if Path(exe).name.lower().startswith("blender") else [exe]
+    if importlib.util.find_spec("bpy") is not None:  # found, never imported here
+        return [sys.executable]
+    exe = shutil.which("blender")
+    if exe:
+        return _blender(exe)
+    raise SceneError(INSTALL)
+
+
+def _blender(exe: str) -> list[str]:
+    return [exe, "--background", "--factory-startup", "--python-exit-code", "1", "--python"]
+
+
+def read_blend(path: str | os.PathLike, scene: str = "", setting: str = "", timeout: float = READ_TIMEOUT_S) -> dict:
+    """The scene format read from a .blend file (raises SceneError: missing, damaged, locked, newer,
+    no such scene, no Blender)."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise SceneError(f"{p} does not exist")
+    if p.is_dir():
+        raise SceneError(f"{p} is a folder, not a .blend file")
+    if not os.access(p, os.R_OK):
+        raise SceneError(f"{p} cannot be read (locked, or no permission)")
+    cmd = command(setting)
+    reader = str(reader_path())
+    with tempfile.TemporaryDirectory(prefix="kelvin-scene-") as tmp:
+        out = Path(tmp) / "scene.json"
+        args = [str(p.resolve()), "--out", str(out)] + (["--scene", scene] if scene else [])
+        argv = cmd + [reader] + (["--"] if cmd[1:2] == ["--background"] else []) + args
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                                  env={**os.environ, "PYTHONNOUSERSITE": "1"})
+        except subprocess.TimeoutExpired:
+            raise SceneError(f"Blender took more than {timeout:.0f} s to read {p.name}; nothing was imported") from None
+        except OSError as exc:
+            raise SceneError(f"Blender could not be started ({exc.strerror or exc}). {INSTALL}") from None
+        if not out.exists():
+            tail = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
+            raise SceneError(f"Blender stopped without reading {p.name} (exit {done.returncode}: {tail[0][:200]})")
+        try:
+            data = json.loads(out.read_text(encoding="utf-8"))
+        except ValueError:
+            raise SceneError(f"Blender's answer for {p.name} was not readable; nothing was imported") from None
+    if isinstance(data, dict) and data.get("error"):
+        if data["error"] == "no-blender":
+            raise SceneError(INSTALL)
+        raise SceneError(str(data.get("message") or data["error"]))
+    return data

@@ -1,0 +1,71 @@
+"""Build a .blend with every render setting Kelvin reads at a known, non-default value (run with
+Blender's Python: ``python blend_scene.py OUT.blend [--lights N] [--eevee] [--scene NAME]``).
+
+``EXPECTED`` is what ``kelvin settings list`` must then hold, value by value (engine, key) → value;
+``CANDIDATES`` what Kelvin keeps without a catalogue name. Imported by the tests without bpy."""
+from __future__ import annotations
+
+import sys
+
+EXPECTED = {
+    ("cycles", "max_samples"): 777, ("cycles", "viewport_samples"): 33, ("cycles", "noise_threshold"): 0.035,
+    ("cycles", "min_samples"): 48, ("cycles", "time_limit"): "90", ("cycles", "max_bounces"): 9,
+    ("cycles", "diffuse_bounces"): 3, ("cycles", "glossy_bounces"): 5, ("cycles", "transmission_bounces"): 7,
+    ("cycles", "volume_bounces"): 2, ("cycles", "transparent_bounces"): 11, ("cycles", "clamp_direct"): 4,
+    ("cycles", "clamp_indirect"): 7.5, ("cycles", "filter_glossy"): 0.6, ("cycles", "caustics_reflective"): False,
+    ("cycles", "caustics_refractive"): True, ("cycles", "light_tree"): False, ("", "denoiser"): "none",
+    ("", "exposure"): 0.7, ("", "resolution"): "2048x858", ("", "resolution_percentage"): 50,
+    ("", "frame_rate"): 25, ("", "frame_start"): 1001, ("", "frame_end"): 1240, ("", "motion_blur"): True,
+    ("", "shutter_angle"): 180, ("", "focal_length"): 85, ("", "sensor_width"): 24, ("", "depth_of_field"): True,
+    ("", "f_stop"): 2.2, ("", "focus_distance"): 3.5,
+}
+UNITS = {("", "exposure"): "ev", ("", "resolution"): "px", ("", "resolution_percentage"): "%", ("", "frame_rate"): "fps",
+         ("", "shutter_angle"): "°", ("", "focal_length"): "mm", ("", "sensor_width"): "mm", ("", "focus_distance"): "m"}
+CANDIDATES = {"render_engine": "Cycles", "adaptive_sampling": True, "film_transparent": True,
+              "view_transform": "Standard", "look": "none", "light_key_type": "area", "light_key_power": 350,
+              "light_key_temperature": 4300, "light_rim_type": "spot", "light_rim_power": 80}
+
+
+def build(out: str, lights: int = 0, eevee: bool = False, scene_name: str = "") -> None:
+    import bpy
+
+    s = bpy.context.scene
+    if scene_name:
+        s.name = scene_name
+    s.render.engine = "BLENDER_EEVEE" if eevee else "CYCLES"
+    c = s.cycles
+    c.samples, c.preview_samples = 777, 33
+    c.use_adaptive_sampling, c.adaptive_threshold, c.adaptive_min_samples = True, 0.035, 48
+    c.time_limit = 90
+    c.max_bounces, c.diffuse_bounces, c.glossy_bounces, c.transmission_bounces, c.volume_bounces = 9, 3, 5, 7, 2
+    c.transparent_max_bounces = 11
+    c.sample_clamp_direct, c.sample_clamp_indirect, c.blur_glossy = 4, 7.5, 0.6
+    c.caustics_reflective, c.caustics_refractive, c.use_light_tree = False, True, False
+    c.use_denoising = False  # OptiX needs an NVIDIA GPU: "no denoiser" is the non-default value here
+    s.render.film_transparent = True
+    s.view_settings.view_transform, s.view_settings.exposure = "Standard", 0.7
+    s.render.resolution_x, s.render.resolution_y, s.render.resolution_percentage = 2048, 858, 50
+    s.render.fps, s.render.fps_base = 25, 1.0
+    s.frame_start, s.frame_end = 1001, 1240
+    s.render.use_motion_blur, s.render.motion_blur_shutter = True, 0.5
+    cam = s.camera.data
+    cam.lens, cam.sensor_width = 85, 24
+    cam.dof.use_dof, cam.dof.aperture_fstop, cam.dof.focus_distance = True, 2.2, 3.5
+    for o in [o for o in s.objects if o.type == "LIGHT"]:
+        bpy.data.objects.remove(o)
+    key = bpy.data.lights.new("Key", "AREA")
+    key.energy, key.use_temperature, key.temperature = 350, True, 4300
+    rim = bpy.data.lights.new("Rim", "SPOT")
+    rim.energy = 80
+    for name, light in (("Key", key), ("Rim", rim)):
+        s.collection.objects.link(bpy.data.objects.new(name, light))
+    for n in range(lights):
+        fill = bpy.data.lights.new(f"Fill{n:03d}", "POINT")
+        s.collection.objects.link(bpy.data.objects.new(f"Fill{n:03d}", fill))
+    bpy.ops.wm.save_as_mainfile(filepath=out, compress=False)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    build(args[0], lights=int(args[args.index("--lights") + 1]) if "--lights" in args else 0, eevee="--eevee" in args,
+          scene_name=args[args.index("--scene") + 1] if "--scene" in args else "")
