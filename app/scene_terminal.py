@@ -16,6 +16,7 @@ from app.core.scene import MAX_SETTINGS, Scene, SceneError, difference_line, rea
 
 EXIT_OK, EXIT_ERROR = 0, 1
 
+ENGINE_NAMES = {"cycles": "Cycles", "eevee": "EEVEE", "workbench": "Workbench", "vray": "V-Ray"}
 MAX_JSON_BYTES = 4 * 1024 * 1024  # a scene is a few KB; megabytes are junk
 
 
@@ -33,7 +34,7 @@ def scene(args, settings, memory) -> int:
                              ensure_ascii=False, indent=1))
             return EXIT_OK
         print(f"Imported {done['settings']} settings from {found.source}"
-              + (f" ({found.engine.capitalize()})" if found.engine else "")
+              + (f" ({ENGINE_NAMES.get(found.engine, found.engine.capitalize())})" if found.engine else "")
               + (f", and kept {done['candidates']} Kelvin has no name for (kelvin settings list --candidates)"
                  if done["candidates"] else "") + ".")
         for note in found.notes:

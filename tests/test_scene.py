@@ -239,3 +239,14 @@ bpy.ops.wm.save_as_mainfile(filepath={str(tmp_path / 'saved.blend')!r})
                                 "--json").stdout)[0]["history"]
     sent = [(e["value"], e["note"]) for e in history if e["by"] == "scene"]
     assert sent == [(2222, "forest.blend · scene 'Scene'"), (3333, "saved.blend · scene 'Scene'")]  # the button, then a save
+
+
+@needs_blender
+def test_an_eevee_scene_and_a_named_scene_send_only_what_is_in_use(blender, tmp_path):
+    eevee = make_blend(tmp_path / "eevee.blend", "--eevee", "--scene", "Layout")
+    kelvin("project", "create", "Forest")
+    out = kelvin("--project", "Forest", "scene", "import", str(eevee), "--scene", "Layout").stdout
+    assert out.startswith("Imported ") and "eevee.blend · scene 'Layout' (EEVEE)" in out
+    got = settings_json("--candidates")
+    assert not any(engine == "cycles" for engine, _ in got)  # Cycles' settings are not in use
+    assert got[("", "render_engine")]["value"] == "EEVEE" and got[("", "focal_length")]["value"] == 85
