@@ -203,7 +203,7 @@ class BriefBuilder:
                  "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
         written_ms = now_ms()
         written_at = _iso(written_ms).replace("T", " ")
-        scene = self.ledger.scene_answer(project) if self.ledger.scene_in_ledger(project) is not None else ()
+        scene = self.ledger.scene_answer(project, say_none=False)
         text = plan_.compose(project, day, written_at, narrative, plan_.settings_table(rows), flagged, domains, len(messages),
                              scene)
         result = BriefResult(project=project, path=store.folder / BRIEF_FILE, archive=store.folder / ARCHIVE_FILE,

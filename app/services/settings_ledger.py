@@ -176,21 +176,15 @@ class SettingsLedger:
         note = next((e.note for e in latest.values() if e.ts_ms == last_ts), "")
         return Scene(app="", file=note, scene="", engine="", values=values, candidates=())
 
-    def scene_lines(self, project: str | None = None) -> list[str]:
-        """One line per setting where the last imported scene differs from what was decided."""
-        scene = self.scene_in_ledger(project)
-        if scene is None:
-            return []
-        now = now_ms()
-        return [difference_line(d, now, quote) for d, quote in self.scene_differences(scene, project)]
-
-    def scene_answer(self, project: str | None = None) -> tuple[str, ...]:
-        """The diff, as the lines a question about the scene and the decisions gets."""
+    def scene_answer(self, project: str | None = None, say_none: bool = True) -> tuple[str, ...]:
+        """The diff, as the lines a question about the scene and the decisions gets (``say_none``
+        False: nothing at all when no scene was ever imported, for the window and the brief)."""
         scene = self.scene_in_ledger(project)
         if scene is None:
             return ("No scene has been imported into this project yet (kelvin scene import FILE.blend, or Send to "
-                    "Kelvin in Blender)",)
-        lines = self.scene_lines(project)
+                    "Kelvin in Blender)",) if say_none else ()
+        now = now_ms()
+        lines = [difference_line(d, now, quote) for d, quote in self.scene_differences(scene, project)]
         if not lines:
             return (f"The last scene imported ({scene.file}) matches what was decided",)
         return (f"The last scene imported ({scene.file}) differs from what was decided:",

@@ -90,7 +90,7 @@ class MemoryBrowser(QObject):
         ledger, project = self.services.conversation.ledger, self.project
         def read(report):
             rows = ledger.current(project, candidates=True)
-            scene = ledger.scene_answer(project) if ledger.scene_in_ledger(project) is not None else ()
+            scene = ledger.scene_answer(project, say_none=False)
             return rows, scene
 
         def show(found) -> None:
