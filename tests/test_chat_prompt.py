@@ -8,8 +8,8 @@ pytest.importorskip("prompt_toolkit")
 from prompt_toolkit.input import create_pipe_input  # noqa: E402
 from prompt_toolkit.output import DummyOutput  # noqa: E402
 
-from app import terminal  # noqa: E402
-from app.chat_prompt import HISTORY_FILE, line_reader, session  # noqa: E402
+from app.cli import terminal  # noqa: E402
+from app.cli.chat_prompt import HISTORY_FILE, line_reader, session  # noqa: E402
 from app.durable import UnsafePath  # noqa: E402
 from app.services.conversation import Conversation  # noqa: E402
 

@@ -12,7 +12,7 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from app.console import ReaderGone, silence_stdout
+from app.cli.console import ReaderGone, silence_stdout
 from app.core.commands import CommandError
 from app.core.records import RecordError, clean_output
 

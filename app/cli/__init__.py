@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from app import __version__
-from app.console import Output, ReaderGone, reader_gone
+from app.cli.console import Output, ReaderGone, reader_gone
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 ENGINE_HELP = "the engine (octane, redshift, arnold, cycles, vray, karma, corona); default: the project's own"
@@ -392,7 +392,7 @@ def _memory(args, service) -> int:
 
 
 def _chat(args, settings, service) -> int:
-    from app import terminal
+    from app.cli import terminal
     from app.core.commands import Mode
     from app.services.conversation import Conversation
 
@@ -407,10 +407,10 @@ def _chat(args, settings, service) -> int:
     try:
         if args.once:
             return terminal.chat_once(conversation, args.question, args.json)
-        from app.gpu_terminal import start_guard
+        from app.cli.gpu import start_guard
 
         guard = start_guard(settings, conversation, service)
-        from app.chat_prompt import line_reader
+        from app.cli.chat_prompt import line_reader
 
         return terminal.chat_loop(conversation, line_reader(conversation, sys.stdin.isatty() and sys.stdout.isatty()))
     finally:
@@ -533,7 +533,7 @@ class _Expected(Exception):
 
 
 def _gpu(args, settings) -> int:
-    from app import gpu_terminal as g
+    from app.cli import gpu as g
 
     if args.gpu_command == "status":
         return g.status(settings, args.json)
@@ -616,13 +616,13 @@ def _main(argv: list[str] | None) -> int:
         if args.command in (None, "app") and not has_display():
             _welcome(settings, "no display to open the window on (no DISPLAY or WAYLAND_DISPLAY)")
             return EXIT_OK if args.command is None else EXIT_ERROR
-        from app import terminal
+        from app.cli import terminal
 
         terminal.leave_on_quit_signals()
         if args.command == "doctor":
             return terminal.doctor(settings, args.json)
         if args.command == "scene" and args.scene_command == "addon":
-            from app import scene_terminal
+            from app.cli import scene as scene_terminal
 
             return scene_terminal.addon(args.out)
         if args.command == "gpu":
@@ -644,7 +644,7 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "settings":
             return terminal.settings(args, service)
         if args.command == "scene":
-            from app import scene_terminal
+            from app.cli import scene as scene_terminal
 
             return scene_terminal.scene(args, settings, service)
         if args.command == "brief":
@@ -664,7 +664,7 @@ def _main(argv: list[str] | None) -> int:
                          "kelvin: if the index is damaged, `kelvin memory reindex` rebuilds it from the journal\n")
         return EXIT_ERROR
     except KeyboardInterrupt as exc:
-        from app.terminal import Terminated
+        from app.cli.terminal import Terminated
 
         why = f"stopped ({exc.name})" if isinstance(exc, Terminated) else "interrupted"
         try:
