@@ -128,12 +128,16 @@ def test_the_scene_format_from_any_script_on_stdin_or_a_file(tmp_path):
     kelvin("project", "create", "Forest")
     data = _scene_json(settings=[{"engine": "cycles", "parameter": "max_samples", "value": 2048},
                                  {"name": "focal length", "value": 35},
-                                 {"engine": "cycles", "parameter": "max_samples_typo", "value": 3}],
+                                 {"engine": "cycles", "parameter": "max_samples_typo", "value": 3},
+                                 {"engine": "cycles", "parameter": "clamp_direct", "value": "lots"}],
                        extra=[{"name": "render layer", "value": "beauty"}])
     out = kelvin("--project", "Forest", "scene", "import", "-", "--json", input=json.dumps(data)).stdout
     got = json.loads(out)
-    assert (got["settings"], got["candidates"]) == (2, 2)
+    assert (got["settings"], got["candidates"]) == (2, 3)
+    assert got["notes"] == ["Cycles Clamp direct: 'lots' is not a value it can hold (Clamp direct takes a number "
+                            "of at least 0 (got 'lots')); kept as a candidate"]
     rows = settings_json("--candidates")
+    assert rows[("", "clamp_direct_as_sent")]["value"] == "lots" and ("cycles", "clamp_direct") not in rows
     assert rows[("cycles", "max_samples")]["value"] == 2048 and rows[("", "focal_length")]["value"] == 35
     assert rows[("", "render_layer")]["candidate"] and rows[("", "max_samples_typo")]["candidate"]
     f = tmp_path / "maya.json"

@@ -69,6 +69,7 @@ def read(data: object, catalogue: Catalogue) -> Scene:
         raise SceneError(f"{len(settings) + len(extra):,} settings in one scene: at most {MAX_SETTINGS:,}")
     values: list[SceneValue] = []
     candidates: list[SceneValue] = []
+    problems: list[str] = []
     for n, item in enumerate(settings, 1):
         if not isinstance(item, dict):
             raise SceneError(f"setting {n} is not an object")
@@ -80,8 +81,9 @@ def read(data: object, catalogue: Catalogue) -> Scene:
             continue
         try:
             value, unit = _value(spec, raw)
-        except ValueError as exc:
-            candidates.append(SceneValue(None, f"{spec.name} ({exc})", _plain(raw), _text(item.get("unit") or "")))
+        except ValueError as exc:  # a setting Kelvin knows, a value it cannot hold: kept, and said
+            candidates.append(SceneValue(None, f"{spec.name} as sent", _plain(raw), _text(item.get("unit") or "")))
+            problems.append(f"{label(spec)}: {_text(raw, 40)!r} is not a value it can hold ({exc}); kept as a candidate")
             continue
         values.append(SceneValue(spec, spec.name, value, unit))
     for n, item in enumerate(extra, 1):
@@ -95,7 +97,7 @@ def read(data: object, catalogue: Catalogue) -> Scene:
     return Scene(app=_text(data.get("app") or ""), file=_text(data.get("file") or "", 500),
                  scene=_text(data.get("scene") or ""), engine=_text(data.get("engine") or "").lower(),
                  values=tuple(seen.values()), candidates=tuple(candidates),
-                 notes=tuple(_text(x, 300) for x in notes if isinstance(x, str)))
+                 notes=tuple(_text(x, 300) for x in notes if isinstance(x, str)) + tuple(problems))
 
 
 def _spec(item: dict, catalogue: Catalogue) -> ParamSpec | None:
