@@ -163,6 +163,7 @@ class ProjectStore:
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
         self.tagger = tagger
         self._talk: dict[str, str] = {}  # conversation id → the engine it is about, as new messages are journaled
+        self._fresh: dict[str, tuple] = {}  # message id → (text, context engine, tags) tagged when journaled
         self.embedder = embedder
         self.index_uri = index_uri.format(project=self.folder.name) if index_uri else str(self.folder / "memory.lance")
         self._state_path = self.folder / "journal" / "projections.json"
@@ -566,7 +567,11 @@ class ProjectStore:
         around = self._talk.get(conv)
         if around is None:  # the first message of this conversation in this process: as the ledger read it
             around = self.settings.engine_of(conv) if self.settings is not None else ""
-        engine = self.tagger.tag(d["text"], around).engine or ""
+        tags = self.tagger.tag(d["text"], around)
+        if len(self._fresh) > 10_000:  # projections that failed left theirs: they are tagged again later
+            self._fresh.clear()
+        self._fresh[d["id"]] = (d["text"], around, tags)  # the projection right after reuses them
+        engine = tags.engine or ""
         self._talk[conv] = engine
         if len(self._talk) > 64:  # old conversations: their engine no longer matters here
             for old in list(self._talk)[:-32]:
@@ -582,7 +587,9 @@ class ProjectStore:
         fields = {k: data[k] for k in ("id", "conversation_id", "role", "speaker", "text", "ts_ms")}
         # the engine its conversation was about when it was said (stamped in the journal by write()):
         # a message in an Octane day is Octane's even where its words hint at another engine
-        tags = self.tagger.tag(data["text"], str(data.get(CONTEXT_ENGINE) or ""))
+        around = str(data.get(CONTEXT_ENGINE) or "")
+        fresh = self._fresh.pop(data["id"], None)
+        tags = fresh[2] if fresh is not None and fresh[:2] == (data["text"], around) else self.tagger.tag(data["text"], around)
         # the project's name now (the journal keeps the name it had when the message was said)
         return Message(**fields, project=self.name, turn_id=data.get("turn_id", ""), tags=tags,
                        status=data.get("status", ""))
