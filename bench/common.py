@@ -125,7 +125,7 @@ def peak_rss_mib() -> float:
 # ---- Kelvin --------------------------------------------------------------------------------------
 def make_service(data_dir: Path, embedder: str = "none", project: str = "bench", embedder_obj=None):
     from app.services.memory import MemoryService
-    from app.settings import load
+    from app.config import load
 
     settings = load({"data_dir": str(data_dir), "project": project, "embedder": embedder})
     return MemoryService(settings, embedder=embedder_obj)

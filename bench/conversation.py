@@ -218,7 +218,7 @@ def build_store(folder: Path, msgs: list[dict], vecs: np.ndarray | None) -> dict
 def open_conversation(folder: Path, embedder: str, host: str, mode):
     from app.services.conversation import BRIEF_FILE, Conversation
     from app.services.memory import MemoryService
-    from app.settings import load
+    from app.config import load
 
     settings = load({"data_dir": str(folder), "project": PROJECT, "embedder": embedder, "ollama_host": host})
     svc = MemoryService(settings)

@@ -456,7 +456,7 @@ def main() -> None:
 
         from PySide6.QtWidgets import QApplication
 
-        from app.settings import load
+        from app.config import load
         from app.ui.app import start_services, stylesheet, window_state
         from app.ui.main_window import MainWindow
 

@@ -37,7 +37,7 @@ from app.gpu.nvml import NvmlSampler  # noqa: E402
 from app.gpu.trace import TraceSource, read_trace  # noqa: E402
 from app.llm.backend import OllamaBackend  # noqa: E402
 from app.services.gpu_guard import GpuGuard, replay  # noqa: E402
-from app.settings import load  # noqa: E402
+from app.config import load  # noqa: E402
 
 TRACES = ROOT / "tests" / "traces"
 EXPECTED = json.loads((TRACES / "expected.json").read_text(encoding="utf-8"))

@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture
 def make_service(tmp_path):
     """Build MemoryServices on tmp data; all are closed (writer drained) at the end of the test."""
-    from app.settings import load
+    from app.config import load
     from app.services.memory import MemoryService
 
     made = []

@@ -265,7 +265,7 @@ def test_killing_a_large_import_loses_and_doubles_nothing(tmp_path):
 
 COMMITTER = r"""
 import sys
-from app.settings import load
+from app.config import load
 from app.services.memory import MemoryService
 svc = MemoryService(load())
 for i in range(100000):

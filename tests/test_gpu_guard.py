@@ -22,7 +22,7 @@ from app.llm.backend import OllamaBackend
 from app.memory.embedders import OllamaEmbedder
 from app.services.conversation import Conversation
 from app.services.gpu_guard import GpuGuard, replay
-from app.settings import load
+from app.config import load
 from tests.support.ollama_server import OllamaTestServer
 
 TRACES = Path(__file__).parent / "traces"

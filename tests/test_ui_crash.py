@@ -12,7 +12,7 @@ from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QApplication, QPushButton
 
-from app.settings import load
+from app.config import load
 from app.ui import crash
 from app.ui.crash import SENTENCE, CrashDialog, install_excepthooks, setup_logging
 

@@ -10,7 +10,7 @@ import time
 from PySide6.QtCore import QModelIndex, QPoint, QSettings, QSize, Qt, QUrl
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QComboBox, QLabel, QLineEdit, QListWidget, QWidget
 
-from app.settings import load
+from app.config import load
 from app.ui.app import build_services
 from app.ui.main_window import MainWindow
 from tests.support.ollama_server import OllamaTestServer
@@ -204,7 +204,7 @@ def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window,
         box.activated.emit(box.findData("\x00new"))
         qtbot.waitUntil(lambda: w.project == "Nike Spring" and box.currentText() == "Nike Spring", timeout=10_000)
         assert w.windowTitle() == "Kelvin — Nike Spring" and "Nike Spring" in w.tray.icon.toolTip()
-        from app.settings import config_file
+        from app.config import config_file
 
         assert 'project = "Nike Spring"' in config_file().read_text(encoding="utf-8")  # the next start opens on it
         monkeypatch.setattr(box, "_ask", lambda title, label, text: "nike  SPRING")  # folds to the same folder

@@ -16,7 +16,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QFileDialog
 
 from app.gpu import nvml
-from app.settings import config_file, load
+from app.config import config_file, load
 from app.ui.main_window import MainWindow
 from app.ui.setup_panel import INSTALL_URL, NO_GPU, SetupPanel
 from app.ui.worker import Pools

@@ -583,9 +583,9 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
     from app.memory.journal import JournalError
     from app.durable import UnsafePath
     from app.services.importer import ImportProblem
-    from app.settings import SettingsError
+    from app.config import ConfigError
 
-    return (RecordError, ImportProblem, SettingsError, JournalError, IndexError_, EmbedderUnavailable,
+    return (RecordError, ImportProblem, ConfigError, JournalError, IndexError_, EmbedderUnavailable,
             OllamaUnavailable, CommandError, UnsafePath, SceneError, _Expected)
 
 
@@ -602,11 +602,11 @@ def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="kelvin: %(message)s")
-    from app import settings as settings_mod
+    from app import config as config_mod
 
     service = None
     try:
-        settings = settings_mod.load({"data_dir": args.data_dir, "project": args.project})
+        settings = config_mod.load({"data_dir": args.data_dir, "project": args.project})
         if args.self_test:
             from app import self_test
 

@@ -30,7 +30,7 @@ from app.memory.index import Filters
 from app.services.memory import MemoryService
 from app.services.projects import Projects
 from app.services.settings_ledger import SettingsLedger, describe
-from app.settings import Settings
+from app.config import Config
 
 log = logging.getLogger("kelvin.conversation")
 
@@ -84,7 +84,7 @@ class _Turn:
 
 
 class Conversation:
-    def __init__(self, settings: Settings, memory: MemoryService, backend: OllamaBackend | None = None, *,
+    def __init__(self, settings: Config, memory: MemoryService, backend: OllamaBackend | None = None, *,
                  projects: Projects | None = None, mode: Mode = Mode.GPU, settings_lookup: SettingsLookup | None = None):
         self.settings = settings
         self.memory = memory

@@ -15,7 +15,7 @@ from pathlib import Path
 from app.gpu import nvml
 from app.llm.backend import OllamaBackend
 from app.llm.errors import OllamaUnavailable
-from app.settings import Settings
+from app.config import Config
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 LOW_DISK_MB = 1024
@@ -33,7 +33,7 @@ class Check:
         return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix, "pull": self.pull}
 
 
-def run(settings: Settings, backend: OllamaBackend, memory=None) -> list[Check]:
+def run(settings: Config, backend: OllamaBackend, memory=None) -> list[Check]:
     """Every check, in the order an artist would fix them. ``memory``: a MemoryService, to check
     the project's store (left out when None)."""
     checks = _ollama(settings, backend)
@@ -45,7 +45,7 @@ def run(settings: Settings, backend: OllamaBackend, memory=None) -> list[Check]:
     return checks
 
 
-def _ollama(settings: Settings, backend: OllamaBackend) -> list[Check]:
+def _ollama(settings: Config, backend: OllamaBackend) -> list[Check]:
     host = settings.ollama_host
     try:
         version = backend.version()
@@ -75,7 +75,7 @@ def _ollama(settings: Settings, backend: OllamaBackend) -> list[Check]:
     return out
 
 
-def _embedder(settings: Settings, backend: OllamaBackend) -> Check:
+def _embedder(settings: Config, backend: OllamaBackend) -> Check:
     spec = settings.embedder
     kind, _, name = spec.partition(":")
     if spec == "none":
@@ -125,7 +125,7 @@ def data_folder(path: Path) -> Check:
     return Check("data folder", OK, f"{path} ({free_mb / 1024:.0f} GB free)")
 
 
-def _store(settings: Settings, memory) -> Check:
+def _store(settings: Config, memory) -> Check:
     from app.memory.index import IndexError_
     from app.memory.journal import JournalError
 

@@ -27,7 +27,7 @@ from app.core.vram import (OFF, RESUME, UNLOAD, GuardConfig, Sample, Transition,
                            renderer_label, renderer_names)
 from app.llm.backend import OllamaBackend, full_name
 from app.llm.errors import OllamaUnavailable
-from app.settings import Settings
+from app.config import Config
 
 log = logging.getLogger("kelvin.gpu")
 
@@ -56,13 +56,13 @@ class GuardEvent:
                 "action": self.action}
 
 
-def config_from(settings: Settings) -> GuardConfig:
+def config_from(settings: Config) -> GuardConfig:
     return GuardConfig(margin_mb=settings.vram_margin_mb, reserve_mb=settings.vram_reserve_mb,
                        hold_s=settings.vram_hold_s, renderers=renderer_names(settings.renderer_processes))
 
 
 class GpuGuard:
-    def __init__(self, settings: Settings, source: SampleSource | None, *, backend: OllamaBackend | None = None,
+    def __init__(self, settings: Config, source: SampleSource | None, *, backend: OllamaBackend | None = None,
                  conversation=None, embedder=None, notify: Callable[[str, str], None] | None = None,
                  log_path: Path | None = None, synchronous: bool = False, config: GuardConfig | None = None):
         self.settings = settings

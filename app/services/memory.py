@@ -53,7 +53,7 @@ from app.memory.store import (
 )
 from app.services.commit_queue import CommitQueue
 from app.services.importer import ImportItem
-from app.settings import Settings, config_dir
+from app.config import Config, config_dir
 
 log = logging.getLogger("kelvin.memory")
 
@@ -110,7 +110,7 @@ def load_extractor(data: dict | None = None) -> Extractor:
 
 
 class MemoryService:
-    def __init__(self, settings: Settings, *, tagger: Tagger | None = None, embedder: Embedder | None = None):
+    def __init__(self, settings: Config, *, tagger: Tagger | None = None, embedder: Embedder | None = None):
         self.settings = settings
         self.data_dir = settings.data_path()
         self.default_project = settings.project

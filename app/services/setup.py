@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from app.llm.backend import OllamaBackend, PullMeter
 from app.services import doctor
 from app.services.doctor import FAIL, Check
-from app.settings import Settings, env_override, save_setting
+from app.config import Config, env_override, save_setting
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,13 @@ class DataChoice:
     override: str  # the environment variable that wins over kelvin.toml, "" if none
 
 
-def look(settings: Settings) -> Findings:
+def look(settings: Config) -> Findings:
     with OllamaBackend(settings.ollama_host, timeout_s=settings.ollama_timeout_s) as backend:
         checks = doctor.run(settings, backend)
     return Findings(checks, shutil.which("ollama"))
 
 
-def pull(settings: Settings, model: str, progress: Callable[[PullState], None], cancel) -> bool:
+def pull(settings: Config, model: str, progress: Callable[[PullState], None], cancel) -> bool:
     """Download ``model``, calling ``progress`` whenever the percent or the step changes (not for
     every one of Ollama's lines). True once Ollama says "success"; False when ``cancel`` (anything
     with ``is_set()``) stopped it first."""

@@ -89,7 +89,7 @@ def app_icon() -> QIcon:
 
 
 def window_state() -> QSettings:
-    from app.settings import config_dir
+    from app.config import config_dir
 
     return QSettings(str(config_dir() / "window.ini"), QSettings.Format.IniFormat)
 

@@ -469,11 +469,11 @@ class MainWindow(QMainWindow):
 
     def _remember_project(self, name: str) -> None:
         """The next start (window or command line) opens on this project, unless told otherwise."""
-        from app.settings import SettingsError, save_setting
+        from app.config import ConfigError, save_setting
 
         try:
             save_setting("project", name)
-        except (SettingsError, OSError) as exc:
+        except (ConfigError, OSError) as exc:
             log.warning("the current project could not be saved in kelvin.toml: %s", exc)
 
     # ---- the transcript ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from app.llm.errors import OllamaUnavailable
 from app.services import doctor, setup
 from app.services.doctor import FAIL, INFO, OK, WARN, Check
 from app.services.setup import DataChoice, Findings, PullState
-from app.settings import SettingsError
+from app.config import ConfigError
 from app.ui.worker import Pools, Worker
 
 log = logging.getLogger("kelvin.ui.setup")
@@ -126,7 +126,7 @@ class SetupRow(QFrame):
 
 class SetupPanel(QWidget):
     done = Signal()                      # "Continue": go on to the chat
-    settings_changed = Signal(object)    # the Settings as now saved (a new data folder: after a restart)
+    settings_changed = Signal(object)    # the Config as now saved (a new data folder: after a restart)
     checked = Signal(object)             # list[Check], after every look
     pull_progress = Signal(str, int, str)  # model, overall percent, Ollama's step
     pull_finished = Signal(str, str)     # model, "done" | "cancelled" | "failed"
@@ -399,6 +399,6 @@ class SetupPanel(QWidget):
         self.settings_changed.emit(replace(self.settings, data_dir=path))
 
     def _data_failed(self, exc: BaseException) -> None:
-        if not isinstance(exc, (SettingsError, OSError)):
+        if not isinstance(exc, (ConfigError, OSError)):
             sys.excepthook(type(exc), exc, exc.__traceback__)
         self.rows["data"].say(f"Not saved: {exc}")

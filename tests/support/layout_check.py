@@ -55,7 +55,7 @@ def main(widths: list[int]) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app.settings import load
+    from app.config import load
     from app.ui.main_window import MainWindow
 
     app = QApplication([])

@@ -25,7 +25,7 @@ def main(out: Path, size: tuple[int, int] = (620, 860), suffix: str = "", blend:
     from app.core.scene import read
     from app.services.memory import MemoryService
     from app.services.settings_ledger import SettingsLedger
-    from app.settings import load
+    from app.config import load
     from app.ui.app import open_window
     from tests.test_scene_ledger import SCENE
 

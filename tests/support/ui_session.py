@@ -45,7 +45,7 @@ def main(out: Path, size: tuple[int, int] = (620, 860), suffix: str = "") -> int
     os.environ["KELVIN_CONFIG_DIR"] = str(data / "config")
     os.environ["KELVIN_EMBEDDER"] = "none"
     with OllamaTestServer(delay_s=0.03) as srv:
-        from app.settings import load
+        from app.config import load
         from app.ui.app import open_window
 
         settings = load({"ollama_host": srv.host, "data_dir": str(data / "data"), "project": "Nike / Forest"})

@@ -1,4 +1,4 @@
-"""Kelvin's settings: each option declared once, with its default, description and overrides.
+"""Kelvin's own configuration (kelvin.toml): each option declared once, with its default, description and overrides.
 
 Precedence, lowest to highest: built-in default → ``kelvin.toml`` in the user's config folder →
 environment variables → command-line flags. ``KELVIN_CONFIG_DIR`` moves the config folder
@@ -18,14 +18,14 @@ import platformdirs
 
 from app.durable import write_atomically
 
-log = logging.getLogger("kelvin.settings")
+log = logging.getLogger("kelvin.config")
 
 SCHEMA_VERSION = 1
 APP_NAME = "kelvin"
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
-class SettingsError(ValueError):
+class ConfigError(ValueError):
     """The settings file or an override is invalid; the message says which and why."""
 
 
@@ -34,7 +34,7 @@ def _opt(default, description: str, *env: str):
 
 
 @dataclass(frozen=True)
-class Settings:
+class Config:
     data_dir: str = _opt("", "Folder holding every project's memory. Empty: session_data/ in a source "
                          "checkout, the platform's user data folder when installed.", "KELVIN_DATA_DIR")
     project: str = _opt("default", "Project used when none is given.", "KELVIN_PROJECT")
@@ -85,7 +85,7 @@ class Settings:
 
     @staticmethod
     def describe() -> list[tuple[str, object, str, tuple[str, ...]]]:
-        return [(f.name, f.default, f.metadata["description"], f.metadata["env"]) for f in fields(Settings)]
+        return [(f.name, f.default, f.metadata["description"], f.metadata["env"]) for f in fields(Config)]
 
 
 def is_source_checkout() -> bool:
@@ -115,7 +115,7 @@ def _coerce(name: str, value: object, kind: type) -> object:
             return value
         if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
             return value.strip().lower() in ("1", "true", "yes", "on")
-        raise SettingsError(f"setting {name!r} must be true or false (got {value!r})")
+        raise ConfigError(f"setting {name!r} must be true or false (got {value!r})")
     try:
         if kind is int and not isinstance(value, bool):
             return int(value)  # type: ignore[arg-type]
@@ -125,34 +125,34 @@ def _coerce(name: str, value: object, kind: type) -> object:
             return value
     except (TypeError, ValueError):
         pass
-    raise SettingsError(f"setting {name!r} must be a {kind.__name__} (got {value!r})")
+    raise ConfigError(f"setting {name!r} must be a {kind.__name__} (got {value!r})")
 
 
 def _migrate(data: dict) -> dict:
     version = data.get("schema_version", SCHEMA_VERSION)
     if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise SettingsError(f"kelvin.toml has schema_version {version!r}; this Kelvin understands up to {SCHEMA_VERSION}")
+        raise ConfigError(f"kelvin.toml has schema_version {version!r}; this Kelvin understands up to {SCHEMA_VERSION}")
     data["schema_version"] = SCHEMA_VERSION
     return data
 
 
-def load(overrides: dict | None = None, environ: dict | None = None) -> Settings:
+def load(overrides: dict | None = None, environ: dict | None = None) -> Config:
     """Read the settings file, then environment, then explicit overrides (command-line flags)."""
     env = os.environ if environ is None else environ
-    types = {f.name: type(f.default) for f in fields(Settings)}
+    types = {f.name: type(f.default) for f in fields(Config)}
     values: dict[str, object] = {}
     path = config_file()
     if path.is_file():
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise SettingsError(f"{path} is not valid TOML: {exc}") from None
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from None
         for key, value in _migrate(data).items():
             if key not in types:
                 log.warning("%s: unknown setting %r ignored", path, key)
                 continue
             values[key] = _coerce(key, value, types[key])
-    for f in fields(Settings):
+    for f in fields(Config):
         for var in f.metadata["env"]:
             if env.get(var):
                 values[f.name] = _coerce(f.name, env[var], types[f.name])
@@ -160,36 +160,36 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Settings
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key] = _coerce(key, value, types[key])
-    settings = replace(Settings(), **values)
+    settings = replace(Config(), **values)
     if settings.num_ctx < 1024:
-        raise SettingsError("num_ctx must be at least 1024 tokens")
+        raise ConfigError("num_ctx must be at least 1024 tokens")
     kind, _, arg = settings.embedder.strip().partition(":")
     if not ((kind == "none" and not arg) or kind in ("ollama", "st")):
-        raise SettingsError(f"embedder (KELVIN_EMBEDDER or kelvin.toml) must be 'ollama:<model>', "
+        raise ConfigError(f"embedder (KELVIN_EMBEDDER or kelvin.toml) must be 'ollama:<model>', "
                             f"'st:<model or path>' or 'none' (got {settings.embedder!r})")
     if settings.mode not in ("gpu", "cpu", "recall"):
-        raise SettingsError(f"mode must be gpu, cpu or recall (got {settings.mode!r})")
+        raise ConfigError(f"mode must be gpu, cpu or recall (got {settings.mode!r})")
     if settings.yield_mode not in ("cpu", "recall"):
-        raise SettingsError(f"yield_mode must be cpu or recall (got {settings.yield_mode!r})")
+        raise ConfigError(f"yield_mode must be cpu or recall (got {settings.yield_mode!r})")
     if not 250 <= settings.gpu_interval_ms <= 2000:
-        raise SettingsError(f"gpu_interval_ms must be between 250 and 2000 (got {settings.gpu_interval_ms})")
+        raise ConfigError(f"gpu_interval_ms must be between 250 and 2000 (got {settings.gpu_interval_ms})")
     if settings.vram_margin_mb < 0 or settings.vram_reserve_mb < 0 or settings.vram_hold_s < 0:
-        raise SettingsError("vram_margin_mb, vram_reserve_mb and vram_hold_s cannot be negative")
+        raise ConfigError("vram_margin_mb, vram_reserve_mb and vram_hold_s cannot be negative")
     if settings.index_uri and "{project}" not in settings.index_uri:
-        raise SettingsError(f"index_uri must hold {{project}} so that each project has its own index, e.g. "
+        raise ConfigError(f"index_uri must hold {{project}} so that each project has its own index, e.g. "
                             f"'s3://studio/kelvin/{{project}}.lance' (got {settings.index_uri!r})")
     if settings.index_uri:
         try:
             settings.index_uri.format(project="p")
         except (KeyError, IndexError, ValueError):
-            raise SettingsError(f"index_uri may hold only {{project}} in braces (got {settings.index_uri!r})") from None
+            raise ConfigError(f"index_uri may hold only {{project}} in braces (got {settings.index_uri!r})") from None
     return settings
 
 
 def env_override(name: str, environ: dict | None = None) -> str:
     """The environment variable that sets ``name`` right now (it wins over kelvin.toml), or ""."""
     env = os.environ if environ is None else environ
-    spec = next(f for f in fields(Settings) if f.name == name)
+    spec = next(f for f in fields(Config) if f.name == name)
     return next((var for var in spec.metadata["env"] if env.get(var)), "")
 
 
@@ -206,17 +206,17 @@ def save_setting(name: str, value: object) -> Path:
 
     Every other line stays as it was (comments too); the new file is checked by reading it back
     and replaces the old one atomically, so a crash leaves either the old file or the new one. A
-    file that is not valid TOML is left alone (SettingsError): it is the artist's to fix."""
-    types = {f.name: type(f.default) for f in fields(Settings)}
+    file that is not valid TOML is left alone (ConfigError): it is the artist's to fix."""
+    types = {f.name: type(f.default) for f in fields(Config)}
     if name not in types or name == "schema_version":
-        raise SettingsError(f"there is no setting {name!r}")
+        raise ConfigError(f"there is no setting {name!r}")
     value = _coerce(name, value, types[name])
     path = config_file()
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     try:
         before = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{path} is not valid TOML ({exc}); fix it by hand first") from None
+        raise ConfigError(f"{path} is not valid TOML ({exc}); fix it by hand first") from None
     line = f"{name} = {_toml_value(value)}"
     lines = text.splitlines()
     key = re.compile(rf"\s*(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}')\s*=")
@@ -233,7 +233,7 @@ def save_setting(name: str, value: object) -> Path:
         after = None
     if after is None or after.get(name) != value or {k: v for k, v in after.items() if k != name} != {
             k: v for k, v in before.items() if k != name}:
-        raise SettingsError(f"{path}: {name} could not be changed safely; set it by hand ({line})")
+        raise ConfigError(f"{path}: {name} could not be changed safely; set it by hand ({line})")
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, new_text)
     log.info("%s: %s saved", path, name)

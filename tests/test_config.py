@@ -1,12 +1,12 @@
-"""Settings: declared once; file < environment < flags; bad values explained."""
+"""Config: declared once; file < environment < flags; bad values explained."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from app import settings as settings_mod
-from app.settings import Settings, SettingsError, load
+from app import config as config_mod
+from app.config import Config, ConfigError, load
 
 
 def _write(tmp_path, text):
@@ -22,11 +22,11 @@ def test_defaults_and_every_option_is_described(monkeypatch):
     s = load()
     assert (s.project, s.embedder, s.ollama_host, s.num_ctx) == \
         ("default", "ollama:nomic-embed-text", "http://127.0.0.1:11434", 8192)
-    described = Settings.describe()
+    described = Config.describe()
     assert all(desc for _, _, desc, _ in described)
     assert {name for name, *_ in described} >= {"data_dir", "ollama_host", "embedder", "chat_model", "project"}
     # from a source checkout the data lives in session_data/
-    assert s.data_path() == Path(settings_mod.__file__).resolve().parent.parent / "session_data"
+    assert s.data_path() == Path(config_mod.__file__).resolve().parent.parent / "session_data"
 
 
 def test_file_then_environment_then_flags(tmp_path, monkeypatch):
@@ -57,7 +57,7 @@ def test_ollama_host_honours_the_usual_variable(monkeypatch):
 ])
 def test_bad_settings_are_explained(tmp_path, text, message):
     _write(tmp_path, text)
-    with pytest.raises(SettingsError, match=message):
+    with pytest.raises(ConfigError, match=message):
         load()
 
 
@@ -76,32 +76,32 @@ def test_data_dir_flag_and_env(tmp_path, monkeypatch):
 def test_save_setting_changes_one_key_and_keeps_every_other_line(tmp_path):
     _write(tmp_path, '# Kelvin on the farm machine\nchat_model = "qwen2.5:7b"\ndata_dir = "/old"  # was here\n'
                      "num_ctx = 4096\n")
-    path = settings_mod.save_setting("data_dir", "D:\\Renders\\Kelvin \"memory\"")  # backslashes and quotes
+    path = config_mod.save_setting("data_dir", "D:\\Renders\\Kelvin \"memory\"")  # backslashes and quotes
     assert path == tmp_path / "config" / "kelvin.toml"
     text = path.read_text(encoding="utf-8")
     assert text == ('# Kelvin on the farm machine\nchat_model = "qwen2.5:7b"\n'
                     'data_dir = "D:\\\\Renders\\\\Kelvin \\"memory\\""\nnum_ctx = 4096\n')
     s = load({}, environ={})
     assert (s.data_dir, s.chat_model, s.num_ctx) == ("D:\\Renders\\Kelvin \"memory\"", "qwen2.5:7b", 4096)
-    settings_mod.save_setting("vram_guard", False)  # a new key goes in, typed
+    config_mod.save_setting("vram_guard", False)  # a new key goes in, typed
     assert load({}, environ={}).vram_guard is False
     assert [p.name for p in path.parent.iterdir()] == ["kelvin.toml"]  # no temp file left behind
 
 
 def test_save_setting_makes_the_file_and_refuses_what_it_cannot_write_safely(tmp_path):
-    settings_mod.save_setting("project", "Nike / Forest")
+    config_mod.save_setting("project", "Nike / Forest")
     assert (tmp_path / "config" / "kelvin.toml").read_text(encoding="utf-8") == 'project = "Nike / Forest"\n'
-    with pytest.raises(SettingsError, match="no setting 'colour'"):
-        settings_mod.save_setting("colour", "orange")
-    with pytest.raises(SettingsError, match="must be a int"):
-        settings_mod.save_setting("num_ctx", "lots")
+    with pytest.raises(ConfigError, match="no setting 'colour'"):
+        config_mod.save_setting("colour", "orange")
+    with pytest.raises(ConfigError, match="must be a int"):
+        config_mod.save_setting("num_ctx", "lots")
     _write(tmp_path, 'chat_model = "unterminated\n')
-    with pytest.raises(SettingsError, match="not valid TOML"):  # the artist's broken file is left to the artist
-        settings_mod.save_setting("data_dir", "/new")
+    with pytest.raises(ConfigError, match="not valid TOML"):  # the artist's broken file is left to the artist
+        config_mod.save_setting("data_dir", "/new")
     assert (tmp_path / "config" / "kelvin.toml").read_text(encoding="utf-8") == 'chat_model = "unterminated\n'
 
 
 def test_env_override_names_the_variable_that_wins():
-    assert settings_mod.env_override("data_dir", {"KELVIN_DATA_DIR": "/x"}) == "KELVIN_DATA_DIR"
-    assert settings_mod.env_override("ollama_host", {"OLLAMA_HOST": "gpu-box:11434"}) == "OLLAMA_HOST"
-    assert settings_mod.env_override("data_dir", {}) == ""
+    assert config_mod.env_override("data_dir", {"KELVIN_DATA_DIR": "/x"}) == "KELVIN_DATA_DIR"
+    assert config_mod.env_override("ollama_host", {"OLLAMA_HOST": "gpu-box:11434"}) == "OLLAMA_HOST"
+    assert config_mod.env_override("data_dir", {}) == ""
