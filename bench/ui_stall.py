@@ -222,7 +222,9 @@ class StackSampler(threading.Thread):
 
 
 SLOTS = {"app.ui.memory_view": {"MessagesModel": ("set_ids", "fill", "data"), "MemoryView": ("show_results", "_changed")},
-         "app.ui.main_window": {"MainWindow": ("_browse", "_fetch_rows", "ask", "attach", "_check_ollama")},
+         "app.ui.main_window": {"MainWindow": ("attach",)}, "app.ui.chat_presenter": {"ChatPresenter": ("ask", "_find_chips")},
+         "app.ui.memory_browser": {"MemoryBrowser": ("query", "_fetch_rows")},
+         "app.ui.status_presenter": {"StatusPresenter": ("check_ollama",)},
          "app.ui.chat_view": {"ChatView": ("_render", "append", "add", "finish", "show_chips")}}
 
 
@@ -275,7 +277,7 @@ def wait_until(pred, timeout_s: float = 120.0, what: str = "") -> None:
 
 
 def window_idle(w) -> bool:
-    return w.pools.busy() == 0 and not w.memory._debounce.isActive() and w._turn is None
+    return w.pools.busy() == 0 and not w.memory._debounce.isActive() and w.turns.turn is None
 
 
 def phase_idle(probe: Probe, w, seconds: float) -> dict:
@@ -294,7 +296,7 @@ def phase_streaming(probe: Probe, w, questions: list[str], reply_words: int) -> 
         t0 = time.perf_counter()
         w.chat.composer.setPlainText(q)
         w.chat._submit()  # what Enter does
-        wait_until(lambda: w._turn is None, 300, "the reply")
+        wait_until(lambda: w.turns.turn is None, 300, "the reply")
         t_reply = time.perf_counter() - t0
         probe.step = f"turn {i + 1}: committing, chips"
         wait_until(lambda: window_idle(w), 120, "the turn's commit and chips")
@@ -325,7 +327,7 @@ def phase_search(probe: Probe, w, queries: list[str], scroll_pages: int) -> dict
     out = {}
     probe.step = "open the browser: list everything"
     t0 = time.perf_counter()
-    w._show_view(w.views.indexOf(m))
+    w.show_view(w.views.indexOf(m))
     wait_until(lambda: window_idle(w) and len(m.model.ids) > 0, 120, "the full list")
     out["list_all_s"] = round(time.perf_counter() - t0, 2)
     out["listed"] = len(m.model.ids)
@@ -368,7 +370,7 @@ def phase_search(probe: Probe, w, queries: list[str], scroll_pages: int) -> dict
         wait_until(lambda: window_idle(w), 60, "the rows")
     out["rows_fetched"] = len(m.model.cache)
     probe.step = "back to the chat"
-    w._show_view(0)
+    w.show_view(0)
     pump(0.5)
     probe.end()
     return out

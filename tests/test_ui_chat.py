@@ -24,7 +24,7 @@ def server():
 
 
 def _done(w):
-    return w._turn is None and w.chat.entries and w.chat.entries[-1].status != "streaming"
+    return w.turns.turn is None and w.chat.entries and w.chat.entries[-1].status != "streaming"
 
 
 def test_an_empty_project_greets_the_artist(qtbot, window, server):  # noqa: F811

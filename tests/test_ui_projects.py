@@ -56,11 +56,11 @@ def test_a_switch_with_a_search_typed_shows_only_the_new_project(qtbot, window):
         _open_browser(qtbot, w)
         qtbot.keyClicks(w.memory.search, "GI clamp")
         qtbot.waitUntil(lambda: w.memory.count.text() == "30 matches for “GI clamp”, best first", timeout=10_000)
-        w.switch_project("perfume")
+        w.projects.switch_project("perfume")
         qtbot.waitUntil(lambda: w.memory.count.text() == "5 matches for “GI clamp”, best first", timeout=10_000)
         assert w.memory.model.rowCount() == 5 and w.windowTitle() == "Kelvin — perfume"
         qtbot.waitUntil(lambda: w.memory.settings.count.text().startswith("1 settings"), timeout=10_000)
-        w.switch_project("default")  # and back: the counts are this project's, not 0
+        w.projects.switch_project("default")  # and back: the counts are this project's, not 0
         qtbot.waitUntil(lambda: w.memory.count.text() == "30 matches for “GI clamp”, best first", timeout=10_000)
         qtbot.waitUntil(lambda: w.memory.settings.count.text().startswith("1 settings"), timeout=10_000)
         assert seen.rows and seen.foreign() == []
@@ -78,7 +78,7 @@ def test_a_page_landing_after_a_switch_is_dropped(qtbot, window):
         w.memory.table.scrollToBottom()  # asks for the last page: it waits behind the sleep
         qtbot.wait(50)
         assert w.memory.model._asked
-        w.switch_project("perfume")  # lands before that page does
+        w.projects.switch_project("perfume")  # lands before that page does
         qtbot.waitUntil(lambda: w.project == "perfume" and w.memory.model.rowCount() == 3, timeout=10_000)
         qtbot.wait(1200)  # the old page has landed by now
         assert [w.memory.model.index(r, 4).data() for r in range(3)] == [f"perfume note {i}: Octane GI clamp {i}"
@@ -93,13 +93,13 @@ def test_a_switch_while_a_reply_streams_stops_it_keeps_it_and_shows_nothing_of_i
         srv.queue_reply(" ".join(f"word{i}" for i in range(60)))
         send(qtbot, w, "a long answer please")
         qtbot.waitUntil(lambda: "word2" in w.chat.entries[-1].text, timeout=10_000)
-        w.switch_project("perfume")
+        w.projects.switch_project("perfume")
         qtbot.waitUntil(lambda: w.project == "perfume" and not w.chat.composer.isReadOnly(), timeout=10_000)
         qtbot.wait(600)  # tokens the old reply would still stream
         shown = w.chat.transcript.toPlainText()
         assert "word" not in shown and "a long answer" not in shown
         assert [e.text for e in w.chat.entries] == ["perfume note 0: Octane GI clamp 0", "perfume note 1: Octane GI clamp 1"]
-        w.switch_project("default")
+        w.projects.switch_project("default")
         qtbot.waitUntil(lambda: w.project == "default" and not w.chat.composer.isReadOnly(), timeout=10_000)
         roles = [(e.role, e.status) for e in w.chat.entries]
         assert roles == [("user", ""), ("assistant", "cancelled")]  # the question and the stopped reply, kept
@@ -117,9 +117,9 @@ def test_the_transcript_and_the_view_come_back_after_a_restart(qtbot, tmp_path):
         qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly(), timeout=10_000)
         for q in ("first question about the fog", "second question about the glass"):
             srv.queue_reply(f"answer to: {q}")
-            w.ask(q)
-            qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
-        w._show_view(1)  # quit on the memory view
+            w.turns.ask(q)
+            qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
+        w.show_view(1)  # quit on the memory view
         w.quit()
         again = MainWindow(load({"ollama_host": srv.host}), QSettings(str(tmp_path / "window.ini"),
                                                                    QSettings.Format.IniFormat))
@@ -140,7 +140,7 @@ def test_earlier_messages_are_a_scroll_away(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 95, "turn")
-        w.project_now("default")
+        w.projects.project_now("default")
         qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly() and bool(w.chat.entries), timeout=10_000)
         assert len(w.chat.entries) == 40 and w.chat.more_above
         assert w.chat.entries[-1].text.startswith("default turn 94")
@@ -166,7 +166,7 @@ def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 95, "turn")
-        w.project_now("default")
+        w.projects.project_now("default")
         qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly() and bool(w.chat.entries), timeout=10_000)
         for _ in range(3):
             w.chat._render()  # the whole transcript drawn again
@@ -179,10 +179,10 @@ def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_w
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 30, "turn")
-        w._show_view(1)  # loaded while the chat is hidden (Kelvin reopened on the memory view)
-        w.project_now("default")
+        w.show_view(1)  # loaded while the chat is hidden (Kelvin reopened on the memory view)
+        w.projects.project_now("default")
         qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly() and len(w.chat.entries) == 30, timeout=10_000)
-        w._show_view(0)
+        w.show_view(0)
         bar = w.chat.transcript.verticalScrollBar()
         qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=5000)
         qtbot.wait(100)  # the layout settles
@@ -198,7 +198,7 @@ def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_w
 def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window, monkeypatch):
     with OllamaTestServer() as srv:
         w = window(srv)
-        box = w.project_box
+        box = w.header.project_box
         names = iter(["Nike Spring"])
         monkeypatch.setattr(box, "_ask", lambda title, label, text: next(names))
         box.activated.emit(box.findData("\x00new"))
@@ -226,7 +226,7 @@ def test_slash_project_moves_the_whole_window(qtbot, window):
         send(qtbot, w, "/project perfume")
         qtbot.waitUntil(lambda: w.project == "perfume" and w.windowTitle() == "Kelvin — perfume", timeout=10_000)
         qtbot.waitUntil(lambda: len(w.chat.entries) == 2 and not w.chat.composer.isReadOnly(), timeout=10_000)
-        assert w.project_box.currentText() == "perfume" and "Project: " not in w.chat.transcript.toPlainText()
+        assert w.header.project_box.currentText() == "perfume" and "Project: " not in w.chat.transcript.toPlainText()
 
 
 def test_esc_on_the_memory_view_does_not_stop_the_reply(qtbot, window):
@@ -237,7 +237,7 @@ def test_esc_on_the_memory_view_does_not_stop_the_reply(qtbot, window):
         qtbot.waitUntil(lambda: "two" in w.chat.entries[-1].text, timeout=10_000)
         _open_browser(qtbot, w)
         qtbot.keyClick(w.memory.search, Qt.Key.Key_Escape)
-        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
         assert w.chat.entries[-1].status == "" and w.chat.entries[-1].text.endswith("eight")
 
 
@@ -245,17 +245,17 @@ def test_the_mode_shown_is_the_mode_in_use(qtbot, window):
     srv = OllamaTestServer().start()
     try:
         w = window(srv)
-        w._check_ollama()
-        qtbot.waitUntil(lambda: w.mode_box.currentText() == "GPU", timeout=10_000)
+        w.status.check_ollama()
+        qtbot.waitUntil(lambda: w.header.mode_box.currentText() == "GPU", timeout=10_000)
     finally:
         srv.stop()
-    w._check_ollama()
-    qtbot.waitUntil(lambda: w.mode_box.currentText() == "Memory only", timeout=10_000)
-    assert "Ollama is not running" in w.mode_box.toolTip()
-    assert not w.mode_box.model().item(3).isEnabled()  # shown, never chosen
+    w.status.check_ollama()
+    qtbot.waitUntil(lambda: w.header.mode_box.currentText() == "Memory only", timeout=10_000)
+    assert "Ollama is not running" in w.header.mode_box.toolTip()
+    assert not w.header.mode_box.model().item(3).isEnabled()  # shown, never chosen
     send(qtbot, w, "what GI clamp?")
-    qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
-    assert w.chat.entries[-1].status == "recall" and w.mode_box.currentText() == "Memory only"
+    qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
+    assert w.chat.entries[-1].status == "recall" and w.header.mode_box.currentText() == "Memory only"
 
 
 def test_no_internal_id_reaches_the_artist(qtbot, window):
@@ -264,18 +264,18 @@ def test_no_internal_id_reaches_the_artist(qtbot, window):
         seed(w, "default", 3)
         srv.queue_reply("Keep the **GI clamp at 10**.")
         send(qtbot, w, "Set GI clamp to 10 in Octane, the fireflies are gone")
-        qtbot.waitUntil(lambda: w._turn is None and bool(w.chat.entries[-1].chips), timeout=10_000)
+        qtbot.waitUntil(lambda: w.turns.turn is None and bool(w.chat.entries[-1].chips), timeout=10_000)
         for command in ("/remember the client wants warm light #preference", "/memories", "/new",
                         "/project perfume", "/project default"):
             send(qtbot, w, command)
-            qtbot.waitUntil(lambda: w._turn is None and not w.chat.composer.isReadOnly(), timeout=10_000)
+            qtbot.waitUntil(lambda: w.turns.turn is None and not w.chat.composer.isReadOnly(), timeout=10_000)
         said = []
         w.statusBar().messageChanged.connect(said.append)
         w.chat.transcript.highlighted.emit(QUrl("chip:correct:3.0"))  # the mouse over a chip's link
         for view in range(4):
-            w._show_view(view)
+            w.show_view(view)
             qtbot.wait(300)
-        w._show_view(1)
+        w.show_view(1)
         w.memory.pages.setCurrentIndex(1)
         qtbot.waitUntil(lambda: w.memory.settings.current.rowCount() > 0, timeout=10_000)
         w.memory.settings.table.selectRow(0)

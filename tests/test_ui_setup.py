@@ -256,14 +256,14 @@ def test_the_window_shows_setup_when_the_chat_model_is_missing_and_continue_goes
         assert not w.tabs.isVisible() and w.setup_panel.rows["chat"].status == "fail"
         click(qtbot, w.setup_panel.go_on)
         assert w.views.currentWidget() is w.chat and w.tabs.isVisible()
-        assert not w.setup_button.isVisible() and w.more.isVisible()  # 560 px: a sidebar's header
-        w.more.menu().actions()[0].trigger()  # "Setup…" in its ⋯ menu brings it back, checked afresh
+        assert not w.header.setup_button.isVisible() and w.header.more.isVisible()  # 560 px: a sidebar's header
+        w.header.more.menu().actions()[0].trigger()  # "Setup…" in its ⋯ menu brings it back, checked afresh
         assert w.views.currentWidget() is w.setup_panel
         qtbot.waitUntil(lambda: w.setup_panel._look is None, timeout=15_000)
         click(qtbot, w.setup_panel.go_on)
         w.resize(1200, 800)
-        qtbot.waitUntil(lambda: w.setup_button.isVisible(), timeout=5_000)
-        click(qtbot, w.setup_button)  # and "Setup…" in a wide window's header
+        qtbot.waitUntil(lambda: w.header.setup_button.isVisible(), timeout=5_000)
+        click(qtbot, w.header.setup_button)  # and "Setup…" in a wide window's header
         assert w.views.currentWidget() is w.setup_panel
         qtbot.waitUntil(lambda: w.setup_panel._look is None, timeout=15_000)
         w.close()

@@ -20,7 +20,7 @@ def server():
 @pytest.mark.parametrize("width", [360, 480, 900, 1600])
 def test_every_view_fits_from_a_sidebar_to_a_full_screen(qtbot, window, server, width):  # noqa: F811
     w = window(server)
-    qtbot.waitUntil(lambda: (w.ollama_label.property("full") or w.ollama_label.text()).startswith("Ollama "),
+    qtbot.waitUntil(lambda: (w.header.ollama_label.property("full") or w.header.ollama_label.text()).startswith("Ollama "),
                     timeout=15_000)  # the header says what it will say all day
     for view in range(w.tabs.count()):
         w.tabs.setCurrentIndex(view)
@@ -36,32 +36,32 @@ def test_every_view_fits_from_a_sidebar_to_a_full_screen(qtbot, window, server, 
 
 def test_a_narrow_window_has_a_compact_header_that_still_says_everything(qtbot, window, server):  # noqa: F811
     w = window(server)
-    qtbot.waitUntil(lambda: (w.ollama_label.property("full") or "").startswith("Ollama "), timeout=15_000)
-    full = w.ollama_label.property("full")
+    qtbot.waitUntil(lambda: (w.header.ollama_label.property("full") or "").startswith("Ollama "), timeout=15_000)
+    full = w.header.ollama_label.property("full")
     w.resize(1600, 900)
     qtbot.wait(60)
-    shown = QTextDocumentFragment.fromHtml(w.ollama_label.text()).toPlainText()
-    assert shown == f"● {full}" and w.setup_button.isVisible() and w.on_top.isVisible() and not w.more.isVisible()
-    assert "#7fc98a" in w.ollama_label.text()  # a green dot: Ollama answers
-    assert w.header_right.geometry().top() < w.project_box.geometry().bottom()  # one row
+    shown = QTextDocumentFragment.fromHtml(w.header.ollama_label.text()).toPlainText()
+    assert shown == f"● {full}" and w.header.setup_button.isVisible() and w.header.on_top.isVisible() and not w.header.more.isVisible()
+    assert "#7fc98a" in w.header.ollama_label.text()  # a green dot: Ollama answers
+    assert w.header.header_right.geometry().top() < w.header.project_box.geometry().bottom()  # one row
     w.resize(360, 900)
     qtbot.wait(60)
-    assert QTextDocumentFragment.fromHtml(w.ollama_label.text()).toPlainText() == "● Ollama"
-    assert full in w.ollama_label.toolTip() and "#7fc98a" in w.ollama_label.text()
-    assert not w.setup_button.isVisible() and not w.on_top.isVisible() and w.more.isVisible()
-    items = [a.text() for a in w.more.menu().actions()]
+    assert QTextDocumentFragment.fromHtml(w.header.ollama_label.text()).toPlainText() == "● Ollama"
+    assert full in w.header.ollama_label.toolTip() and "#7fc98a" in w.header.ollama_label.text()
+    assert not w.header.setup_button.isVisible() and not w.header.on_top.isVisible() and w.header.more.isVisible()
+    items = [a.text() for a in w.header.more.menu().actions()]
     assert items == ["Setup…", "Keep Kelvin on top"]  # the rest, in the ⋯ menu
-    w.more.menu().actions()[1].trigger()
-    assert w.on_top.isChecked()  # one switch, whichever way it is reached
-    w.on_top.setChecked(False)
-    assert not w.more.menu().actions()[1].isChecked()
+    w.header.more.menu().actions()[1].trigger()
+    assert w.header.on_top.isChecked()  # one switch, whichever way it is reached
+    w.header.on_top.setChecked(False)
+    assert not w.header.more.menu().actions()[1].isChecked()
     server.stop()  # Ollama goes away: the dot turns red, the tooltip says why
-    w._check_ollama()
-    qtbot.waitUntil(lambda: "#e06c5a" in w.ollama_label.text(), timeout=10_000)
-    assert "not running" in w.ollama_label.toolTip()
+    w.status.check_ollama()
+    qtbot.waitUntil(lambda: "#e06c5a" in w.header.ollama_label.text(), timeout=10_000)
+    assert "not running" in w.header.ollama_label.toolTip()
     w.resize(1600, 900)
     qtbot.wait(60)
-    assert "not running" in w.ollama_label.text() and w.setup_button.isVisible()  # and back
+    assert "not running" in w.header.ollama_label.text() and w.header.setup_button.isVisible()  # and back
 
 
 def test_at_full_screen_the_transcript_keeps_a_readable_line_in_the_middle(qtbot, window, server):  # noqa: F811

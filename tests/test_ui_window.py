@@ -57,11 +57,11 @@ def test_enter_sends_the_reply_streams_in_and_the_turn_is_stored(qtbot, window):
         w.chat.composer.setFocus()
         qtbot.keyClicks(w.chat.composer, "The hero is too dark")
         qtbot.keyClick(w.chat.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)  # a new line, not sent
-        assert w.chat.composer.toPlainText() == "The hero is too dark\n" and w._turn is None
+        assert w.chat.composer.toPlainText() == "The hero is too dark\n" and w.turns.turn is None
         qtbot.keyClicks(w.chat.composer, "what now?")
         qtbot.keyClick(w.chat.composer, Qt.Key.Key_Return)
-        w._turn.signals.yielded.connect(streamed.append)
-        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        w.turns.turn.signals.yielded.connect(streamed.append)
+        qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
         assert "".join(streamed) == "Raise the **key light** by one stop." and len(streamed) > 1
         assert [(e.role, e.status) for e in w.chat.entries] == [("user", ""), ("assistant", "")]
         html = w.chat.transcript.toHtml()
@@ -80,7 +80,7 @@ def test_esc_stops_a_reply_and_keeps_what_was_written(qtbot, window):
         send(qtbot, w, "long answer please")
         qtbot.waitUntil(lambda: "one" in w.chat.entries[-1].text, timeout=10_000)
         qtbot.keyClick(w.chat.composer, Qt.Key.Key_Escape)  # the window's shortcut, from where the artist types
-        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
         last = w.chat.entries[-1]
         assert last.status == "cancelled" and last.text.startswith("one") and "ten" not in last.text
         assert re.search(r"Kelvin · \d\d:\d\d · stopped", w.chat.transcript.toPlainText())
@@ -116,7 +116,7 @@ def test_model_output_is_shown_not_run_and_code_can_be_copied(qtbot, window):
         srv.queue_reply('<script>alert(1)</script> <img src=x onerror=alert(2)> [site](https://example.com)\n\n'
                         "```python\nnode.parm('maxsamples').set(1024)\n```")
         send(qtbot, w, "show me the code")
-        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
         text = w.chat.transcript.toPlainText()
         assert "<script>alert(1)</script>" in text  # shown as text …
         html = w.chat.transcript.toHtml()
@@ -133,7 +133,7 @@ def test_what_kelvin_looked_at_folds_out_under_the_answer(qtbot, window):
             w.services.memory.commit(text, project=w.services.conversation.project, conversation_id="yesterday")
         w.services.memory.flush()
         send(qtbot, w, "what GI clamp did we settle on?")
-        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
         answer = w.chat.entries[-1]
         assert any("Octane GI clamp = 10" in line for line in answer.looked_at)
         assert any("GI clamp to 10 for the forest shot" in line for line in answer.looked_at)
@@ -146,12 +146,12 @@ def test_what_kelvin_looked_at_folds_out_under_the_answer(qtbot, window):
 def test_the_mode_box_and_slash_commands_agree(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
-        w.mode_box.setCurrentIndex(1)
-        w.mode_box.activated.emit(1)
+        w.header.mode_box.setCurrentIndex(1)
+        w.header.mode_box.activated.emit(1)
         assert w.services.conversation.mode is Mode.CPU
         send(qtbot, w, "/mode recall")
-        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
-        assert w.services.conversation.mode is Mode.RECALL and w.mode_box.currentData() == "recall"
+        qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
+        assert w.services.conversation.mode is Mode.RECALL and w.header.mode_box.currentData() == "recall"
 
 
 def test_the_window_remembers_its_size_and_always_on_top(qtbot, tmp_path):
@@ -159,12 +159,12 @@ def test_the_window_remembers_its_size_and_always_on_top(qtbot, tmp_path):
     w = MainWindow(load({}), state)
     qtbot.addWidget(w)
     w.resize(640, 700)
-    w.on_top.setChecked(True)
-    w._show_view(2)
+    w.header.on_top.setChecked(True)
+    w.show_view(2)
     w.close()
     again = MainWindow(load({}), QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(again)
-    assert (again.width(), again.height()) == (640, 700) and again.on_top.isChecked()
+    assert (again.width(), again.height()) == (640, 700) and again.header.on_top.isChecked()
     assert again.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
     assert again.views.currentWidget() is again.gpu  # the last view
     again.close()
@@ -194,7 +194,7 @@ def test_the_gpu_view_plots_the_guard_shows_its_decisions_and_the_buttons_reach_
     with OllamaTestServer() as srv:
         w = window(srv)
         guard = GpuGuard(w.settings, source=None, conversation=w.services.conversation, synchronous=True)
-        w.attach_guard(guard)
+        w.guard_watch.attach_guard(guard)
         trace = read_trace(Path(__file__).parent / "traces" / "octane_render_start.jsonl")
         try:
             for s in trace[:40]:  # 20 s: the render starts at 10 s
@@ -203,16 +203,16 @@ def test_the_gpu_view_plots_the_guard_shows_its_decisions_and_the_buttons_reach_
             t, renderers, kelvin, others, total = w.gpu.plot.points[25]  # 12.5 s: rendering, Kelvin gone
             assert (renderers, kelvin, total) == (trace[25].processes[0].used_mb, 0, 24_564)
             assert w.gpu.events.count() == 2 and "normal → yielding: a render started in Cinema 4D" in w.gpu.events.item(1).text()
-            assert "GPU: yielded to render" in said(w.gpu_label) and w.gpu.state.text().startswith("<b>Kelvin is off")
+            assert "GPU: yielded to render" in said(w.header.gpu_label) and w.gpu.state.text().startswith("<b>Kelvin is off")
             assert not w.tray.can_notify and w.banner.isVisible()  # no tray here: the banner tells
             assert "Render detected in Cinema 4D" in w.banner.text()
-            assert w.services.conversation.mode is Mode.CPU and w.mode_box.currentData() == "cpu"
+            assert w.services.conversation.mode is Mode.CPU and w.header.mode_box.currentData() == "cpu"
             qtbot.mouseClick(w.gpu.resume_button, Qt.MouseButton.LeftButton)
             guard.step(trace[40])
             assert w.services.conversation.mode is Mode.GPU  # the artist resumed during the render
             qtbot.mouseClick(w.gpu.free_button, Qt.MouseButton.LeftButton)
             guard.step(trace[41])
-            qtbot.waitUntil(lambda: "GPU: yielded to render" in said(w.gpu_label), timeout=5000)
+            qtbot.waitUntil(lambda: "GPU: yielded to render" in said(w.header.gpu_label), timeout=5000)
             w.gpu.plot.grab()  # paints without error
         finally:
             guard.stop()
@@ -221,13 +221,13 @@ def test_the_gpu_view_plots_the_guard_shows_its_decisions_and_the_buttons_reach_
 def test_without_a_gpu_the_gpu_view_says_so_and_nothing_clickable_does_nothing(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
-        w.attach_guard(None, "no NVIDIA driver is installed on this machine")
-        w._show_view(2)
+        w.guard_watch.attach_guard(None, "no NVIDIA driver is installed on this machine")
+        w.show_view(2)
         assert w.gpu.state.text() == "<b>Nothing to watch on this machine</b>"
         assert "no NVIDIA driver is installed on this machine" in w.gpu.nothing.text()
         assert w.gpu.nothing.isVisible() and not w.gpu.watching.isVisible()  # no empty chart, no dead buttons
         assert not w.gpu.free_button.isVisible() and not w.gpu.resume_button.isVisible()
-        assert "GPU: not watched" in said(w.gpu_label) and "no NVIDIA driver" in w.gpu_label.toolTip()
+        assert "GPU: not watched" in said(w.header.gpu_label) and "no NVIDIA driver" in w.header.gpu_label.toolTip()
         assert not w.tray.free_action.isEnabled() and "no NVIDIA GPU" in w.tray.free_action.text()
         assert "GPU: not watched (no NVIDIA driver is installed on this machine)" in w.tray.icon.toolTip()
         told = []
@@ -358,7 +358,7 @@ def test_the_browser_filters_by_date_and_project(qtbot, window):
         memory.commit("Today: Redshift bounces 6", ts_ms=int(now.timestamp() * 1000))
         memory.commit("Other project: camera at 35mm", project="perfume")
         memory.flush()
-        w._fill_projects()
+        w.projects.fill()
         _open_browser(qtbot, w)
         model, view = w.memory.model, w.memory
         qtbot.waitUntil(lambda: model.rowCount() == 2, timeout=10_000)
@@ -378,7 +378,7 @@ def test_the_browser_filters_by_date_and_project(qtbot, window):
         # the browser shows the window's current project, and only that one
         view.dates.setCurrentIndex(0)
         view.dates.activated.emit(0)
-        w.switch_project("perfume")
+        w.projects.switch_project("perfume")
         qtbot.waitUntil(lambda: w.project == "perfume" and model.rowCount() == 1
                         and model.index(0, 4).data() == "Other project: camera at 35mm", timeout=10_000)
         assert w.services.conversation.project == "perfume" and w.windowTitle() == "Kelvin — perfume"
@@ -431,7 +431,7 @@ def test_settings_the_turn_stated_become_chips_the_artist_confirms_corrects_or_t
         ledger = w.services.conversation.ledger
         srv.queue_reply("Try a GI clamp of 8 in Octane, and keep max samples at 2048.")
         send(qtbot, w, "In Octane we went with a GI clamp of 25. Too noisy, what now?")
-        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
         answer = w.chat.entries[-1]
         qtbot.waitUntil(lambda: len(answer.chips) >= 2, timeout=10_000)
         found = {(c.entry.parameter, c.entry.value, c.entry.status) for c in answer.chips}
@@ -492,7 +492,7 @@ def test_end_of_day_writes_the_brief_with_progress_shows_it_and_cancel_keeps_the
         w.brief.step = lambda d, t, s, f=w.brief.step: (steps.append((d, t, s)), f(d, t, s))
         w.brief.button.click()
         assert w.brief.stop_button.isEnabled() and w.brief.progress.isVisible()
-        qtbot.waitUntil(lambda: w._brief_cancel is None, timeout=20_000)
+        qtbot.waitUntil(lambda: w.briefing.cancel_event is None, timeout=20_000)
         assert [s for _, _, s in steps][:2] == ["Summarising camera", "Summarising optimization"]
         assert steps[-1][0] == steps[-1][1]  # the bar reaches the end
         shown = w.brief.page.toPlainText()
@@ -505,6 +505,6 @@ def test_end_of_day_writes_the_brief_with_progress_shows_it_and_cancel_keeps_the
         w.brief.button.click()
         qtbot.waitUntil(lambda: bool(steps) and steps[-1][2].startswith("Summarising"), timeout=10_000)
         w.brief.stop_button.click()
-        qtbot.waitUntil(lambda: w._brief_cancel is None, timeout=20_000)
+        qtbot.waitUntil(lambda: w.briefing.cancel_event is None, timeout=20_000)
         assert "previous brief is unchanged" in w.brief.status.text() and path.read_bytes() == before
         assert w.brief.button.isEnabled() and not w.brief.progress.isVisible()

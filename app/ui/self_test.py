@@ -51,8 +51,8 @@ def check_window(settings, scratch: Path) -> tuple[str, str]:
         started = time.monotonic() - t0
         if not _wait(app, lambda: not window.chat.composer.isReadOnly(), START_TIMEOUT_S):
             return "FAIL", "the window never became ready for a question (the transcript did not load)"
-        window.ask(QUESTION)
-        if not _wait(app, lambda: window._turn is None, 60):
+        window.turns.ask(QUESTION)
+        if not _wait(app, lambda: window.turns.turn is None, 60):
             return "FAIL", "the window's question got no answer within 60 s"
         shown = window.chat.transcript.toPlainText()
         if "wired up" not in shown:

@@ -77,7 +77,7 @@ def main(out: Path, size: tuple[int, int] = (620, 860), suffix: str = "") -> int
             QTimer.singleShot(200, wait_answer)
 
         def wait_answer() -> None:
-            if window._turn is not None:
+            if window.turns.turn is not None:
                 return QTimer.singleShot(100, wait_answer)
             window.chat._anchor(QUrl(f"look:{len(window.chat.entries) - 1}"))
             QTimer.singleShot(1500, chat_done)  # the chips arrive once the turn is stored
@@ -114,7 +114,7 @@ def main(out: Path, size: tuple[int, int] = (620, 860), suffix: str = "") -> int
             QTimer.singleShot(400, wait_brief)
 
         def wait_brief() -> None:
-            if window._brief_cancel is not None:
+            if window.briefing.cancel_event is not None:
                 return QTimer.singleShot(200, wait_brief)
             shot("brief.png")
             gpu_view()
@@ -125,7 +125,7 @@ def main(out: Path, size: tuple[int, int] = (620, 860), suffix: str = "") -> int
             from app.services.gpu_guard import GpuGuard
 
             guard = GpuGuard(settings, source=None, conversation=window.services.conversation, synchronous=True)
-            window.attach_guard(guard)
+            window.guard_watch.attach_guard(guard)
             window.tabs.setCurrentIndex(2)
             for sample in read_trace(Path(__file__).resolve().parent.parent / "traces" / "octane_render_start.jsonl"):
                 guard.step(sample)

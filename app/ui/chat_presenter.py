@@ -1,0 +1,217 @@
+"""The window's side of the chat: the current project's transcript (its last messages, earlier ones a
+page at a time), a turn run on the model's worker with its tokens streamed into the view, and the
+settings the turn stated shown as chips the artist answers (through the settings ledger).
+
+A question asked while the transcript is still being read waits and goes below it; whatever lands
+for another project than the current one (a reply, a page, chips) is dropped — the reply is stored
+in its own project all the same."""
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QObject, Signal
+
+from app.ui.chat_view import ChatView
+from app.ui.workspace import Workspace
+
+TRANSCRIPT_PAGE = 40  # messages read for the transcript at a time
+READY = "Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)"
+FIX_WORDS = {  # a recall answer's fix, in the window's words
+    "not_running": "Start Ollama from the Setup panel (Setup… in the header).",
+    "model_missing": "Pull {model} from the Setup panel (Setup… in the header).",
+    "out_of_memory": "Choose CPU in the mode box, or free VRAM in the GPU view."}
+
+
+def looked_at(result) -> list[str]:
+    """What went into the prompt, one line each, for the answer's fold-out."""
+    lines = [f"Setting: {s}" for s in result.settings]
+    lines += [f"{m.timestamp[:16].replace('T', ' ')} · {m.tags.domain} · {m.role}: "
+              f"{' '.join(m.text.split())[:140]}" for m in result.recalled]
+    lines += [f"Kept memory: {m.text}" for m in result.memories]
+    return lines
+
+
+class ChatPresenter(QObject):
+    model_seen = Signal(str)  # after a turn: why the model could not answer ("" when it did)
+    mode_seen = Signal()  # a turn or a command may have changed the mode
+    moved = Signal(str)  # a command (/project, /rename) moved the conversation to this project
+    setting_changed = Signal(str)  # a chip was answered: what happened to the setting
+
+    def __init__(self, view: ChatView, workspace: Workspace, parent=None):
+        super().__init__(parent)
+        self.view = view
+        self.workspace = workspace
+        self.turn = None  # the Worker of the turn in progress
+        self._reading = ""  # the project whose transcript is being read
+        self._waiting: list[str] = []  # questions asked meanwhile
+        view.send.connect(self.ask)
+        view.stop.connect(self.stop_reply)
+        view.chip_action.connect(self._chip)
+        view.earlier_wanted.connect(self._earlier)
+        workspace.project_changed.connect(self._load_transcript)
+        workspace.attached.connect(self._attached)
+
+    def _attached(self, services) -> None:
+        c = services.conversation
+        c.fix_words = {k: v.format(model=c.model) for k, v in FIX_WORDS.items()}
+
+    @property
+    def busy(self) -> bool:
+        return self.turn is not None
+
+    # ---- the transcript ----------------------------------------------------------------------------
+    def _load_transcript(self, project: str, greet: bool) -> None:
+        """The current project's last messages, then (a new day) the resume greeting below them."""
+        ws = self.workspace
+        if ws.services is None:
+            return
+        memory, c = ws.services.memory, ws.conversation
+        self.view.clear()
+        self.view.set_ready(False, f"Reading {project} …")  # nothing is asked before the transcript is there
+        self._reading = project
+
+        def load(report):
+            memory.flush()
+            msgs = memory.list(project, limit=TRANSCRIPT_PAGE + 1)
+            return msgs[-TRANSCRIPT_PAGE:], len(msgs) > TRANSCRIPT_PAGE, c.greeting(project) if greet else ""
+
+        def show(result) -> None:
+            if project != ws.project:
+                return
+            msgs, more, greeting = result
+            self.view.set_history(msgs, more)
+            if greeting:
+                self.view.add("notice", greeting)
+
+        def failed(exc) -> None:
+            self.view.add("notice", f"The transcript could not be read: {exc}")
+
+        def over() -> None:
+            if project != ws.project:
+                return
+            self._reading = ""
+            self.view.set_ready(True, READY)
+            if self._waiting:  # asked (by the tray, a test, the self-test) while the transcript loaded
+                self.ask(self._waiting.pop(0))
+
+        ws.pools.run(ws.pools.memory, load, returned=show, errored=failed, finished=over)
+
+    def _earlier(self, before_ms: int, shown: list) -> None:
+        ws = self.workspace
+        if ws.services is None:
+            return
+        from app.memory.index import Filters
+
+        memory, project, skip = ws.services.memory, ws.project, set(shown)
+
+        def load(report):
+            msgs = [m for m in memory.list(project, limit=TRANSCRIPT_PAGE + len(skip) + 1,
+                                           filters=Filters(until_ms=before_ms)) if m.id not in skip]
+            return msgs[-TRANSCRIPT_PAGE:], len(msgs) > TRANSCRIPT_PAGE
+
+        ws.pools.run(ws.pools.memory, load,
+                     returned=lambda r: self.view.prepend_history(*r) if project == ws.project else None)
+
+    def switching(self) -> None:
+        """A switch of project is on its way: nothing is asked until its transcript is there."""
+        self.view.set_ready(False, "Switching project …")
+
+    def switch_refused(self) -> None:
+        self.view.set_ready(True, READY)
+
+    # ---- a turn ------------------------------------------------------------------------------------
+    def ask(self, text: str) -> None:
+        ws = self.workspace
+        if ws.services is None or self.turn is not None:
+            return
+        if self._reading:  # the transcript is on its way: the question goes below it
+            self._waiting.append(text)
+            return
+        c, project = ws.conversation, ws.project
+        self.view.add("user", text)
+        self.view.add("assistant", "", "streaming")
+        self.view.set_busy(True)
+        ws.say("Kelvin is answering …", 0)
+        started = time.monotonic()
+
+        def token(piece: str) -> None:
+            if project == ws.project:
+                self.view.append(piece)
+
+        def done(result) -> None:
+            if result.error_kind in ("not_running", "model_missing"):
+                self.model_seen.emit(result.error.rstrip("."))
+            elif result.status == "complete":
+                self.model_seen.emit("")
+            if result.status == "command" and c.project != ws.project:  # /project, /rename
+                self.view.add("assistant", result.text)  # (replaced by the new project's transcript)
+                self.moved.emit(c.project)
+                return
+            if project != ws.project:
+                return  # the artist switched project meanwhile: the reply is stored in its own
+            self.view.finish(result.text, result.status, looked_at(result), result.error)
+            self._find_chips(result, self.view.entries[-1])
+            if result.greeting:
+                self.view.add("notice", result.greeting)
+            self.mode_seen.emit()
+            ws.say(f"{result.status} in {time.monotonic() - started:.1f} s · committing in the background", 4000)
+
+        self.turn = ws.pools.run(ws.pools.model, lambda report: c.ask(text, on_token=report),
+                                 yielded=token, returned=done,
+                                 errored=lambda exc: self.view.finish("", "failed", [], str(exc))
+                                 if project == ws.project else None,
+                                 finished=self._turn_over)
+
+    def _turn_over(self) -> None:
+        self.turn = None
+        self.view.set_busy(False)
+
+    def stop_reply(self, reason: str = "") -> None:
+        ws = self.workspace
+        if self.turn is not None and ws.services is not None:
+            ws.conversation.cancel(reason)
+            if not reason:
+                ws.say("Stopping the reply …", 2000)
+
+    # ---- chips -------------------------------------------------------------------------------------
+    def _find_chips(self, result, entry) -> None:
+        """Once the turn is stored, the settings it stated become chips under the answer."""
+        ws = self.workspace
+        ids = [m.id for m in (result.question, result.answer) if m is not None]
+        if not ids or ws.services is None:
+            return
+        ledger, stored = ws.conversation.ledger, result.stored
+        project = (result.question or result.answer).project
+
+        def find(report):
+            for f in stored:
+                f.result(timeout=60)
+            book = ledger.book(project)
+            in_use = {(c.entry.engine, c.entry.parameter): c.entry.value for c in book.currents()}
+            return ([e for i in ids for e in book.mentions_of(i) if not e.candidate], in_use)
+
+        ws.pools.run(ws.pools.memory, find, returned=lambda r: self.view.show_chips(entry, r[0], project, r[1])
+                     if project == ws.project else None)
+
+    def _chip(self, action: str, chip, value: str) -> None:
+        ws = self.workspace
+        if ws.services is None:
+            return
+        ledger, e = ws.conversation.ledger, chip.entry
+        project = chip.project or ws.project
+
+        def act(report):
+            if action == "confirm":
+                ledger.confirm(e, project)
+                return "in use"
+            if action == "correct":
+                ledger.set(e.parameter, value, e.engine or "any", project, note="corrected in the chat")
+                if e.status == "applied":
+                    ledger.retract(e.id, project)  # it was read wrong
+                return f"corrected to {value}"
+            ledger.retract(e.id, project)
+            return "turned down"
+
+        ws.pools.run(ws.pools.memory, act, returned=lambda state: (self.view.chip_done(chip, state),
+                                                                  self.setting_changed.emit(f"Setting {state}")),
+                     errored=lambda exc: self.view.add("notice", f"Setting not changed: {exc}"))
