@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QCursor, QGuiApplication, QKeyEvent, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QMenu, QPlainTextEdit, QPushButton, QTextBrowser, QToolButton,
                                QVBoxLayout, QWidget)
@@ -57,6 +57,8 @@ RENDER_MS = 50
 
 
 LINE_CHARS = 96  # the longest line of the transcript at full screen, in average characters
+_REFIT_EVENTS = (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.FontChange, QEvent.Type.StyleChange,
+                 QEvent.Type.ScreenChangeInternal, QEvent.Type.DevicePixelRatioChange)
 
 
 @dataclass
@@ -171,6 +173,8 @@ class ChatView(QWidget):
         self.transcript.anchorClicked.connect(self._anchor)
         self.transcript.document().setDefaultStyleSheet(TRANSCRIPT_CSS)
         self.transcript.document().setUndoRedoEnabled(False)  # edited in place: no history to keep
+        self._measure = -1  # the transcript's side margins now (see _fit_measure)
+        self.transcript.viewport().installEventFilter(self)  # its width decides the line
         self._scratch = QTextDocument(self)  # where an entry's HTML is parsed before it goes in
         self._scratch.setDefaultStyleSheet(TRANSCRIPT_CSS)
         self._scratch.setUndoRedoEnabled(False)
@@ -206,7 +210,6 @@ class ChatView(QWidget):
         # document growing or the window resizing moves the bar too, and must not
         bar.actionTriggered.connect(self._artist_scrolls)
         self._at_end = True  # the artist reads the latest: a resize or a new line keeps it in view
-        self._measure = -1  # the transcript's side margins now (see _fit_measure)
         # scrolled up to read: a button back to the latest, over the transcript's bottom right corner
         self.jump = QToolButton(self.transcript, objectName="jumpLatest", text="↓ Latest")
         self.jump.setToolTip("Back to the latest message")
@@ -308,9 +311,35 @@ class ChatView(QWidget):
         self._fit_measure()
         self._place_jump()
 
+    def showEvent(self, event) -> None:  # noqa: N802
+        """Shown again after whatever happened while hidden (another tab, minimised, resized, moved
+        to another screen): the line is measured again against the width the transcript has now,
+        once the layout has given it that width."""
+        super().showEvent(event)
+        self._fit_measure()
+        QTimer.singleShot(0, self, self._fit_measure)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        """The transcript's own area changed size, font or screen: a hidden chat's area is resized
+        when it is shown again, and that is when its line must follow (not only a resize while it
+        was visible)."""
+        if obj is self.transcript.viewport() and event.type() in _REFIT_EVENTS:
+            if event.type() not in (QEvent.Type.Resize, QEvent.Type.Show):
+                self._measure = -1  # another font or screen: another measure, even at the same width
+            self._fit_measure()
+            self._place_jump()
+        return super().eventFilter(obj, event)
+
+    def changeEvent(self, event) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() in _REFIT_EVENTS:
+            self._measure = -1  # another font or screen: another measure, even at the same width
+            self._fit_measure()
+
     def _fit_measure(self) -> None:
         """At full screen the transcript keeps a line a person can read (about LINE_CHARS characters)
-        and sits in the middle; in a sidebar it takes the whole width."""
+        and sits in the middle; in a sidebar it takes the whole width. Measured on the width the
+        transcript has now, whenever that changes (see :meth:`eventFilter`)."""
         width = self.transcript.viewport().width()
         measure = self.transcript.fontMetrics().averageCharWidth() * LINE_CHARS
         side = max(0, (width - measure) // 2)
