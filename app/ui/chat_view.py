@@ -134,13 +134,15 @@ def _day(ts_ms: int) -> str:
 
 
 class Composer(QPlainTextEdit):
-    """Enter sends; Shift+Enter is a new line. Grows with its text, from COMPOSER_LINES[0] lines up
-    to COMPOSER_LINES[1] (then it scrolls)."""
+    """Enter sends; Shift+Enter is a new line; Tab and Shift+Tab move on to the next or previous part
+    of the window (Ctrl+Tab types a tab). Grows with its text, from COMPOSER_LINES[0] lines up to
+    COMPOSER_LINES[1] (then it scrolls)."""
 
     submitted = Signal()
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.setTabChangesFocus(True)
         self.textChanged.connect(self.fit)
         self.fit()
 
@@ -155,6 +157,10 @@ class Composer(QPlainTextEdit):
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             self.submitted.emit()
             return
+        if event.key() == Qt.Key.Key_Tab and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            if not self.isReadOnly():
+                self.insertPlainText("\t")
+            return
         super().keyPressEvent(event)
 
 
@@ -167,6 +173,7 @@ class ChatView(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self._built = False  # style and font changes arrive while the view is made: nothing to fit yet
         self.transcript = QTextBrowser(objectName="transcript")
         self.transcript.setOpenLinks(False)  # links are shown, never followed on their own
         self.transcript.setOpenExternalLinks(False)
@@ -218,6 +225,7 @@ class ChatView(QWidget):
         self._timer = QTimer(self, singleShot=True, interval=RENDER_MS)
         self._timer.timeout.connect(lambda: self._render(len(self.entries) - 1))
         self.set_ready(False, "Kelvin is starting …")
+        self._built = True
 
     # ---- from the window -------------------------------------------------------------------------
     def set_ready(self, ready: bool, why: str = "") -> None:
@@ -323,7 +331,7 @@ class ChatView(QWidget):
         """The transcript's own area changed size, font or screen: a hidden chat's area is resized
         when it is shown again, and that is when its line must follow (not only a resize while it
         was visible)."""
-        if obj is self.transcript.viewport() and event.type() in _REFIT_EVENTS:
+        if self._built and obj is self.transcript.viewport() and event.type() in _REFIT_EVENTS:
             if event.type() not in (QEvent.Type.Resize, QEvent.Type.Show):
                 self._measure = -1  # another font or screen: another measure, even at the same width
             self._fit_measure()
@@ -332,7 +340,7 @@ class ChatView(QWidget):
 
     def changeEvent(self, event) -> None:  # noqa: N802
         super().changeEvent(event)
-        if event.type() in _REFIT_EVENTS:
+        if self._built and event.type() in _REFIT_EVENTS:
             self._measure = -1  # another font or screen: another measure, even at the same width
             self._fit_measure()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import QCoreApplication, QPoint, QRect, QSettings, QSize, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QTabBar, QVBoxLayout, QWidget
 
 from app.core.vram import process_key, renderer_names
@@ -28,6 +28,7 @@ from app.ui.header import Header
 from app.ui.memory_browser import MemoryBrowser
 from app.ui.memory_view import MemoryView
 from app.ui.projects_presenter import ProjectsPresenter, remember_project
+from app.ui.shortcuts import WINDOW_KEYS, ShortcutSheet
 from app.ui.status_presenter import StatusPresenter
 from app.ui.tray import Tray
 from app.ui.worker import Pools
@@ -87,10 +88,12 @@ class MainWindow(QMainWindow):
 
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self.chat, activated=self.turns.stop_reply,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)  # Esc stops a reply from the chat only
-        QShortcut(QKeySequence("Ctrl+K"), self, activated=self._focus_search)
-        for n in range(1, 5):
-            QShortcut(QKeySequence(f"Ctrl+{n}"), self, activated=lambda n=n: self.show_view(n - 1))
-        self.addAction(QAction("Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.quit))
+        does = {"chat": lambda: self.show_view(0), "memory": lambda: self.show_view(1), "search": self._focus_search,
+                "gpu": lambda: self.show_view(2), "brief": lambda: self.show_view(3), "projects": self.open_projects,
+                "keys": self.show_keys, "quit": self.quit}
+        for keys, _, name in WINDOW_KEYS:
+            QShortcut(QKeySequence(keys), self, activated=does[name])
+        self.keys_sheet: ShortcutSheet | None = None
         self._restore_geometry()
         if self.state.value("on_top", False, type=bool):
             self.header.on_top.setChecked(True)
@@ -145,11 +148,36 @@ class MainWindow(QMainWindow):
         self.state.setValue("view", index)
         if self.views.currentWidget() is self.memory and self.services is not None:
             self.memory.refresh()  # what is stored now (turns commit in the background)
+        self._focus_work()
+
+    def _focus_work(self) -> None:
+        """The cursor where the view's work is: the message box, the search field, End of day, Free
+        VRAM now — so typing after Ctrl+1…4 goes where the artist means."""
+        view = self.views.currentWidget()
+        where = {self.chat: self.chat.composer, self.memory: self.memory.search, self.brief: self.brief.button,
+                 self.gpu: self.gpu.free_button if self.gpu.free_button.isEnabled() else self.gpu.events}.get(view)
+        if where is not None:
+            where.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        if where is self.memory.search:
+            self.memory.search.selectAll()
 
     def _focus_search(self) -> None:
         self.show_view(self.views.indexOf(self.memory))
-        self.memory.search.setFocus()
-        self.memory.search.selectAll()
+        self._focus_work()
+
+    def open_projects(self) -> None:
+        """Ctrl+P: the project switcher, open, with the current project selected."""
+        box = self.header.project_box
+        box.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        box.showPopup()
+
+    def show_keys(self) -> None:
+        """F1 or ?: every key the window answers to."""
+        if self.keys_sheet is None:
+            self.keys_sheet = ShortcutSheet(self)
+        self.keys_sheet.show()
+        self.keys_sheet.raise_()
+        self.keys_sheet.activateWindow()
 
     def end_of_day(self) -> None:
         self.show_view(self.views.indexOf(self.brief))
