@@ -65,5 +65,5 @@ def test_the_settings_tab_shows_where_the_scene_differs_from_what_was_decided(qt
         assert label.text().startswith("⚠ The last scene imported (forest.blend · scene 'Scene') differs")
         assert "Cycles Clamp indirect: scene 10, decided 7 on " in label.text()
         assert label.property("differs") is True
-        w.switch_project("Other")  # another project: no scene line of the one before
+        w.projects.switch_project("Other")  # another project: no scene line of the one before
         qtbot.waitUntil(lambda: not label.isVisible(), timeout=10_000)

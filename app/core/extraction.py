@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from app.core import parameters as P
+from app.core.answer_tables import compared
 from app.core.parameters import ANY, Catalogue, ParamSpec, Value
 
 APPLIED, PROPOSED, REJECTED = "applied", "proposed", "rejected"
@@ -186,7 +187,7 @@ class Extractor:
 
     # ---- the message ------------------------------------------------------------------------------
     def extract(self, text: str, role: str, ctx: Context = Context()) -> tuple[list[Mention], Context]:
-        text = _layout(text[:MAX_TEXT])
+        text = _layout(compared(text[:MAX_TEXT], role))  # a table comparing values: only what is new for the writer
         out: list[Mention] = []
         engine_ctx = ctx.engine
         mentioned: dict[tuple[str, str], ParamSpec] = {}  # given a value so far in this message, in order
