@@ -166,7 +166,7 @@ def test_chips_are_one_per_setting_and_value_and_an_answer_never_moves_the_other
     assert tops() == before  # opening the menu moves nothing
     menu.actions()[1].trigger()  # ✓ use
     menu.close()
-    qtbot.waitUntil(lambda: answer.chips[n].state == "in use", timeout=10_000)
+    qtbot.waitUntil(lambda: answer.chips[n].answer == "used", timeout=10_000)
     assert tops() == before  # every chip where it was, the answered one included
     assert w.chat.chip_menu is None or not w.chat.chip_menu.isVisible()
 
@@ -180,8 +180,8 @@ def test_a_suggestion_of_the_value_already_in_use_says_so_instead_of_asking(qtbo
     qtbot.waitUntil(lambda: _done(w), timeout=15_000)
     answer = w.chat.entries[-1]
     qtbot.waitUntil(lambda: len(answer.chips) >= 2, timeout=10_000)
-    states = {c.entry.value: c.state for c in answer.chips}
-    assert states[10] == "in use already" and states[2048] == "", states
+    states = {c.entry.value: (c.words, c.answerable) for c in answer.chips}
+    assert states[10] == ("in use already", False) and states[2048] == ("suggested", True), states
     html = w.chat.transcript.toHtml()
     n = next(k for k, c in enumerate(answer.chips) if c.entry.value == 10)
     assert f"chip:menu:{w.chat.entries.index(answer)}.{n}" not in html  # nothing to answer

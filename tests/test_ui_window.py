@@ -450,17 +450,17 @@ def test_settings_the_turn_stated_become_chips_the_artist_confirms_corrects_or_t
         with qtbot.waitSignal(w.chat.chip_action, timeout=5000) as sig:
             w.chat._anchor(QUrl(url.format("confirm")))
         assert sig.args[0] == "confirm" and sig.args[1] is proposed
-        qtbot.waitUntil(lambda: proposed.state == "in use", timeout=10_000)
+        qtbot.waitUntil(lambda: proposed.answer == "used", timeout=10_000)
         now = ledger.current_of(key)
         assert (now.entry.value, now.entry.by, now.previous.value) == (8, "artist", 25)
-        assert "GI clamp 8 · in use" in w.chat.transcript.toPlainText()
+        assert re.search(r"GI clamp 8 · used \d\d:\d\d", w.chat.transcript.toPlainText())
         w.chat._anchor(QUrl(url.format("reject")))  # a chip that was answered takes no second answer
-        assert proposed.state == "in use"
+        assert proposed.answer == "used"
         # ✎ correct the value Kelvin read as applied: the right one wins, the misread one leaves the history
         url, applied = chip(25, "applied")
         monkeypatch.setattr(QInputDialog, "getText", staticmethod(lambda *a, **k: ("6", True)))
         w.chat._anchor(QUrl(url.format("correct")))
-        qtbot.waitUntil(lambda: applied.state == "corrected to 6", timeout=10_000)
+        qtbot.waitUntil(lambda: applied.answer == "corrected to 6", timeout=10_000)
         history = ledger.book().history(*key)
         assert ledger.current_of(key).entry.value == 6 and all(e.id != applied.entry.id for e in history)
         # ✗ not this: the max samples the model mentioned is taken out
@@ -468,7 +468,7 @@ def test_settings_the_turn_stated_become_chips_the_artist_confirms_corrects_or_t
         assert len(other) == 1
         n = answer.chips.index(other[0])
         w.chat._anchor(QUrl(f"chip:reject:{w.chat.entries.index(answer)}.{n}"))
-        qtbot.waitUntil(lambda: other[0].state == "turned down", timeout=10_000)
+        qtbot.waitUntil(lambda: other[0].answer == "turned down", timeout=10_000)
         assert all(e.id != other[0].entry.id for e in ledger.book().history("octane", "max_samples"))
 
 

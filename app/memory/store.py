@@ -50,6 +50,8 @@ from app.memory.index import (
 from app.memory.journal import Entry, Journal, JournalError
 from app.memory.markdown import MarkdownBook, before
 from app.memory.settings_book import SETTING_OPS, SettingsBook
+from app.memory.turn_notes import TURN_OPS, TurnNotes
+from app.memory.turn_notes import whole as whole_turn_event
 
 log = logging.getLogger("kelvin.store")
 
@@ -64,7 +66,7 @@ OP_MEMORY_DELETE = "memory.delete"
 # move to archive/<day>/ (day: the local date of the newest block moved)
 OP_DAY_ROLLOVER = "day.rollover"
 OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MESSAGE_RESTORE, OP_MEMORY_ADD, OP_MEMORY_DELETE,
-       OP_DAY_ROLLOVER, *SETTING_OPS)
+       OP_DAY_ROLLOVER, *SETTING_OPS, *TURN_OPS)
 EMBEDDER_RETRY_S = 30.0
 PROJECT_BATCH = 2000  # events projected into Markdown and the index at a time
 COMPACT_EVERY_WRITES = 200  # index writes without a quiet moment before the writer compacts anyway
@@ -161,6 +163,7 @@ class ProjectStore:
         self.journal = Journal(self.folder / "journal", accept=whole_event)
         self.book = MarkdownBook(self.folder, name)
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
+        self.turns = TurnNotes(self.folder)  # what each answer looked at, its chips and their answers
         self.tagger = tagger
         self._talk: dict[str, str] = {}  # conversation id → the engine it is about, as new messages are journaled
         self._fresh: dict[str, tuple] = {}  # message id → (text, context engine, tags) tagged when journaled
@@ -392,6 +395,7 @@ class ProjectStore:
         self._apply_run(run, replay, present)
         if self.settings is not None:
             self.settings.project(entries, self._lookup, self.bare_message)
+        self.turns.project(entries)
         last = entries[-1].seq
         self.state.markdown_seq = max(self.state.markdown_seq, last)
         self.state.index_seq = max(self.state.index_seq, last)
@@ -500,8 +504,8 @@ class ProjectStore:
                 self.state.live_since_ms = cutoff if since is None else max(since, cutoff)
         elif entry.op == OP_MEMORY_DELETE:
             self.index.delete_memories([data["id"]])
-        elif entry.op in SETTING_OPS:
-            pass  # the settings ledger's own events
+        elif entry.op in SETTING_OPS or entry.op in TURN_OPS:
+            pass  # the settings ledger's and the turn notes' own events
         else:
             log.warning("journal event %d has an unknown operation %r; skipped", entry.seq, entry.op)
 
@@ -672,6 +676,7 @@ class ProjectStore:
         self.book.rebuild(ordered, folded.archived)
         if self.settings is not None:
             self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
+        self.turns.rebuild(self.journal.read())
         live = [m.ts_ms for m in ordered if m.id not in folded.archived]
         with self._rollover_lock:
             self.state = Projections(markdown_seq=last, index_seq=last, embedder=self.embedder.spec,
@@ -831,6 +836,8 @@ def whole_event(e: Entry) -> bool:
             return isinstance(d["cutoff_ms"], int) and bool(str(d["day"]))
         if e.op in SETTING_OPS:
             return isinstance(d.get("parameter", ""), str) and isinstance(d.get("ts_ms", 0), int)
+        if e.op in TURN_OPS:
+            return whole_turn_event(e.op, d)
     except (RecordError, KeyError, TypeError, ValueError):
         return False
     return False

@@ -27,6 +27,8 @@ from app.core.tokens import Calibration, clip, estimate_messages
 from app.llm.backend import ChatChunk, ChatStream, ModelInfo, OllamaBackend, ToolCall
 from app.llm.errors import ModelMissing, NotRunning, OllamaUnavailable, OutOfMemory, StreamCut
 from app.memory.index import Filters
+from app.memory.turn_notes import OP_TURN_SOURCES
+from app.services.turn_extras import sources_of
 from app.services.memory import MemoryService
 from app.services.projects import Projects
 from app.services.settings_ledger import SettingsLedger, describe
@@ -494,6 +496,10 @@ class Conversation:
             result.answer = result.answer or message
             self._watch(stored, "reply")
             result.stored += (stored,)
+        sources = sources_of(result)
+        if sources:  # journaled with the turn: the answer's fold-out after a switch, a restart, a rebuild
+            self._watch(self.memory.note_turn(OP_TURN_SOURCES, {"message_id": result.answer.id, "sources": sources},
+                                              project=turn.project), "what the answer looked at")
 
     def recent(self) -> list[Message]:
         """The last turns of the current conversation, oldest first (loaded from memory once)."""

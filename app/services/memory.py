@@ -51,6 +51,7 @@ from app.memory.store import (
     ProjectStore,
     with_engine,
 )
+from app.memory.turn_notes import TURN_OPS, TurnNote
 from app.services.commit_queue import CommitQueue
 from app.services.importer import ImportItem
 from app.config import Config, config_dir
@@ -252,6 +253,20 @@ class MemoryService:
         mem = Memory(id=new_id("k"), project=name, text=check_text(text), category=check_name(category, "category"),
                      ts_ms=now_ms(), source_id=source_id)
         return mem, self.writer.submit(name, [(OP_MEMORY_ADD, mem.to_event())])
+
+    def note_turn(self, op: str, data: dict, project: str | None = None) -> Future:
+        """Journal what goes with a turn (what it looked at, its chips, an answer to one of them: the
+        ``turn.*`` events of app.memory.turn_notes). Returns at once, as a commit does."""
+        if op not in TURN_OPS:
+            raise RecordError(f"not a turn note: {op!r}")
+        name = check_name(project or self.default_project, "project")
+        return self.writer.submit(name, [(op, data)])
+
+    def turn_notes(self, message_ids, project: str | None = None) -> dict[str, TurnNote]:
+        """The notes of these answers (what each looked at, its chips, the artist's answers), by id."""
+        store = self.store(project)
+        self._catch_up(store)
+        return store.turns.of(message_ids)
 
     def memories_meant(self, said: str, project: str | None = None) -> list[Memory]:
         """The kept memories ``said`` points at: the one with that id, or those whose text holds the

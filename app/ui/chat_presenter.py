@@ -11,6 +11,7 @@ import time
 
 from PySide6.QtCore import QObject, Signal
 
+from app.core.dates import as_read
 from app.ui.chat_view import ChatView
 from app.ui.workspace import Workspace
 
@@ -22,13 +23,35 @@ FIX_WORDS = {  # a recall answer's fix, in the window's words
     "out_of_memory": "Choose CPU in the mode box, or free VRAM in the GPU view."}
 
 
-def looked_at(result) -> list[str]:
-    """What went into the prompt, one line each, for the answer's fold-out."""
-    lines = [f"Setting: {s}" for s in result.settings]
-    lines += [f"{m.timestamp[:16].replace('T', ' ')} · {m.tags.domain} · {m.role}: "
-              f"{' '.join(m.text.split())[:140]}" for m in result.recalled]
-    lines += [f"Kept memory: {m.text}" for m in result.memories]
+def looked_at(sources: list[dict]) -> list[str]:
+    """What went into the prompt (a turn's note, app.services.conversation.sources_of), one line
+    each, for the answer's fold-out: the settings, the past messages with when and who, the kept
+    memories."""
+    lines = []
+    for s in sources:
+        kind, text = s.get("kind"), str(s.get("text", ""))
+        if kind == "setting":
+            lines.append(f"Setting: {text}")
+        elif kind == "message":
+            who = {"user": "You", "assistant": "Kelvin"}.get(s.get("role"), "")
+            head = " · ".join(x for x in (as_read(int(s.get("ts_ms") or 0)), str(s.get("domain") or ""), who) if x)
+            lines.append(f"{head}: {' '.join(text.split())[:140]}")
+        elif kind == "memory":
+            lines.append(f"Kept memory: {text}")
     return lines
+
+
+def _extras():
+    """app.services.turn_extras, imported when first needed (it brings the extractor: not before the
+    window's first paint)."""
+    from app.services import turn_extras
+
+    return turn_extras
+
+
+def _shown(extras: dict) -> dict:
+    """app.services.turn_extras' answers, as the view takes them: (lines, chips, noted) by id."""
+    return {mid: (looked_at(x.sources), x.chips, x.noted) for mid, x in extras.items()}
 
 
 class ChatPresenter(QObject):
@@ -66,6 +89,7 @@ class ChatPresenter(QObject):
         if ws.services is None:
             return
         memory, c = ws.services.memory, ws.conversation
+        ledger = c.ledger
         self.view.clear()
         self.view.set_ready(False, f"Reading {project} …")  # nothing is asked before the transcript is there
         self._reading = project
@@ -73,13 +97,15 @@ class ChatPresenter(QObject):
         def load(report):
             memory.flush()
             msgs = memory.list(project, limit=TRANSCRIPT_PAGE + 1)
-            return msgs[-TRANSCRIPT_PAGE:], len(msgs) > TRANSCRIPT_PAGE, c.greeting(project) if greet else ""
+            page = msgs[-TRANSCRIPT_PAGE:]
+            return (page, len(msgs) > TRANSCRIPT_PAGE, c.greeting(project) if greet else "",
+                    _shown(_extras().extras_of(page, project, memory, ledger)))
 
         def show(result) -> None:
             if project != ws.project:
                 return
-            msgs, more, greeting = result
-            self.view.set_history(msgs, more)
+            msgs, more, greeting, extras = result
+            self.view.set_history(msgs, more, extras)
             if greeting:
                 self.view.add("notice", greeting)
 
@@ -102,12 +128,13 @@ class ChatPresenter(QObject):
             return
         from app.memory.index import Filters
 
-        memory, project, skip = ws.services.memory, ws.project, set(shown)
+        memory, ledger, project, skip = ws.services.memory, ws.conversation.ledger, ws.project, set(shown)
 
         def load(report):
             msgs = [m for m in memory.list(project, limit=TRANSCRIPT_PAGE + len(skip) + 1,
                                            filters=Filters(until_ms=before_ms)) if m.id not in skip]
-            return msgs[-TRANSCRIPT_PAGE:], len(msgs) > TRANSCRIPT_PAGE
+            page = msgs[-TRANSCRIPT_PAGE:]
+            return page, len(msgs) > TRANSCRIPT_PAGE, _shown(_extras().extras_of(page, project, memory, ledger))
 
         ws.pools.run(ws.pools.memory, load,
                      returned=lambda r: self.view.prepend_history(*r) if project == ws.project else None)
@@ -149,7 +176,7 @@ class ChatPresenter(QObject):
                 return
             if project != ws.project:
                 return  # the artist switched project meanwhile: the reply is stored in its own
-            self.view.finish(result.text, result.status, looked_at(result), result.error)
+            self.view.finish(result.text, result.status, looked_at(_extras().sources_of(result)), result.error)
             self._find_chips(result, self.view.entries[-1])
             if result.greeting:
                 self.view.add("notice", result.greeting)
@@ -175,43 +202,63 @@ class ChatPresenter(QObject):
 
     # ---- chips -------------------------------------------------------------------------------------
     def _find_chips(self, result, entry) -> None:
-        """Once the turn is stored, the settings it stated become chips under the answer."""
+        """Once the turn is stored, the settings it stated become chips under the answer (noted with
+        the turn), and every chip on screen is stated again: a newer value retires an older "in use"."""
         ws = self.workspace
-        ids = [m.id for m in (result.question, result.answer) if m is not None]
-        if not ids or ws.services is None:
+        if result.answer is None or ws.services is None:
             return
-        ledger, stored = ws.conversation.ledger, result.stored
-        project = (result.question or result.answer).project
+        memory, ledger, stored = ws.services.memory, ws.conversation.ledger, result.stored
+        project = result.answer.project
 
         def find(report):
             for f in stored:
                 f.result(timeout=60)
-            book = ledger.book(project)
-            in_use = {(c.entry.engine, c.entry.parameter): c.entry.value for c in book.currents()}
-            return ([e for i in ids for e in book.mentions_of(i) if not e.candidate], in_use)
+            x = _extras()
+            return x.found_chips(result.answer, result.question, project, memory, ledger), x.currents_of(ledger, project)
 
-        ws.pools.run(ws.pools.memory, find, returned=lambda r: self.view.show_chips(entry, r[0], project, r[1])
-                     if project == ws.project else None)
+        def show(found) -> None:
+            if project != ws.project:
+                return
+            chips, currents = found
+            self.view.show_chips(entry, chips)
+            self._restate(currents)
+
+        ws.pools.run(ws.pools.memory, find, returned=show)
+
+    def _restate(self, currents: dict) -> None:
+        changed = [c for c in self.view.all_chips() if c.restate(currents.get(c.entry.key))]
+        self.view.redraw_chips(changed)
 
     def _chip(self, action: str, chip, value: str) -> None:
         ws = self.workspace
-        if ws.services is None:
+        entry = self.view.entry_of(chip)
+        if ws.services is None or entry is None:
             return
-        ledger, e = ws.conversation.ledger, chip.entry
-        project = chip.project or ws.project
+        memory, ledger, e = ws.services.memory, ws.conversation.ledger, chip.entry
+        project, turn_chips, noted = chip.project or ws.project, list(entry.chips), entry.chips_noted
 
         def act(report):
             if action == "confirm":
                 ledger.confirm(e, project)
-                return "in use"
-            if action == "correct":
+                answer = "used"
+            elif action == "correct":
                 ledger.set(e.parameter, value, e.engine or "any", project, note="corrected in the chat")
                 if e.status == "applied":
                     ledger.retract(e.id, project)  # it was read wrong
-                return f"corrected to {value}"
-            ledger.retract(e.id, project)
-            return "turned down"
+                answer = f"corrected to {value}"
+            else:
+                ledger.retract(e.id, project)
+                answer = "turned down"
+            x = _extras()
+            return answer, x.note_answer(chip, answer, turn_chips, memory, noted), x.currents_of(ledger, project)
 
-        ws.pools.run(ws.pools.memory, act, returned=lambda state: (self.view.chip_done(chip, state),
-                                                                  self.setting_changed.emit(f"Setting {state}")),
+        def done(r) -> None:
+            chip.answer, chip.answered_ms = r[0], r[1]
+            entry.chips_noted = True
+            self.view.redraw_chips([chip])
+            if project == ws.project:
+                self._restate(r[2])
+            self.setting_changed.emit(f"Setting {r[0]}")
+
+        ws.pools.run(ws.pools.memory, act, returned=done,
                      errored=lambda exc: self.view.add("notice", f"Setting not changed: {exc}"))

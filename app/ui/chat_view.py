@@ -22,6 +22,8 @@ from PySide6.QtGui import QCursor, QGuiApplication, QKeyEvent, QTextCursor, QTex
 from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QMenu, QPlainTextEdit, QPushButton, QTextBrowser, QToolButton,
                                QVBoxLayout, QWidget)
 
+from app.core.chips import ALREADY, IN_USE, SUGGESTED, Chip
+from app.core.dates import as_read
 from app.core.parameters import format_value
 from app.ui.markdown import plain, render
 
@@ -62,21 +64,6 @@ _REFIT_EVENTS = (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.FontChange, Q
 
 
 @dataclass
-class Chip:
-    """A setting the turn stated (a ledger entry) and what the artist did with it."""
-
-    entry: object  # app.core.ledger.Entry
-    project: str = ""
-    state: str = ""  # "", "confirmed", "corrected to …", "turned down", or a problem to show
-
-    @property
-    def label(self) -> str:
-        e = self.entry
-        engine = {"vray": "V-Ray"}.get(e.engine, e.engine.capitalize())
-        return " ".join(x for x in (engine, (e.name or e.parameter).replace("_", " "), format_value(e.value, e.unit)) if x)
-
-
-@dataclass
 class _Entry:
     role: str  # "user" | "assistant" | "notice"
     text: str
@@ -85,6 +72,8 @@ class _Entry:
     open: bool = False  # the fold-out is open
     blocks: list[str] = field(default_factory=list)
     chips: list[Chip] = field(default_factory=list)
+    chips_noted: bool = True  # its chips are in the turn's note (else read from the ledger, noted when answered)
+    turn_id: str = ""
     ts_ms: int = 0  # when it was said (a new day gets a line above it)
     message_id: str = ""  # the stored message it shows (never shown itself)
     who: str = ""  # another speaker than "You" (an imported conversation)
@@ -116,10 +105,9 @@ def _clock(ts_ms: int) -> str:
     return datetime.fromtimestamp(ts_ms / 1000).strftime("%H:%M") if ts_ms else ""
 
 
-CHIP_WORDS = {"applied": "in use", "proposed": "suggested", "rejected": "turned down"}
 CHIP_ACTIONS = (("confirm", "✓  Use this value"), ("correct", "✎  Correct the value…"),
                 ("reject", "✗  Not this setting: take it out"))
-CHIP_COLOURS = {"applied": "#7fc98a", "proposed": "#f0b43c", "rejected": "#9aa0aa"}
+CHIP_COLOURS = {IN_USE: "#7fc98a", ALREADY: "#7fc98a", SUGGESTED: "#f0b43c", "to_confirm": "#f0b43c"}  # else grey
 FOLD_CHARS = 1500  # a question longer than this shows its start and "show all"
 COPIED_MS = 1800
 COMPOSER_LINES = (2, 10)  # the input's height, in lines: it grows with its text up to the second
@@ -249,22 +237,23 @@ class ChatView(QWidget):
             self._render(len(self.entries) - 1)
         return entry
 
-    def set_history(self, messages: list, more: bool) -> None:
+    def set_history(self, messages: list, more: bool, extras: dict | None = None) -> None:
         """Show a project's transcript: its last ``messages`` (oldest first); ``more``: earlier ones
-        are in the store. What was shown before (another project's) goes."""
+        are in the store; ``extras``: by answer id, (what it looked at, its chips, whether they are
+        noted). What was shown before (another project's) goes."""
         self._timer.stop()
         notices = [e for e in self.entries if e.role == "notice"]  # said while it loaded: they stay, below
-        self.entries = [_history_entry(m) for m in messages] + notices
+        self.entries = [_history_entry(m, extras) for m in messages] + notices
         self.more_above, self._asked_earlier = more, False
         self._at_end = True
         self._render()
         bar = self.transcript.verticalScrollBar()
         bar.setValue(bar.maximum())
 
-    def prepend_history(self, messages: list, more: bool) -> None:
+    def prepend_history(self, messages: list, more: bool, extras: dict | None = None) -> None:
         """Earlier messages, put above what is shown; the view stays where the artist was reading."""
         shown = {e.message_id for e in self.entries if e.message_id}
-        older = [_history_entry(m) for m in messages if m.id not in shown]
+        older = [_history_entry(m, extras) for m in messages if m.id not in shown]
         self.more_above, self._asked_earlier = more and bool(older), False
         if not older and not self.entries:
             return
@@ -395,28 +384,26 @@ class ChatView(QWidget):
         self._timer.stop()
         self._render(self._index(entry))
 
-    def show_chips(self, entry: _Entry, found: list, project: str = "", in_use: dict | None = None) -> None:
-        """The settings a turn stated (ledger entries), under its answer: one chip per setting and
-        value — a value said as in use is not offered again as a suggestion, and a suggestion of
-        the value already in use (``in_use``: (engine, parameter) → value) says so instead of
-        asking to be used."""
-        if entry in self.entries and found:
-            rank = {"applied": 0, "proposed": 1, "rejected": 2}
-            best: dict[tuple, object] = {}
-            for e in found:
-                key = (e.engine, e.parameter, format_value(e.value, e.unit))
-                if key not in best or rank.get(e.status, 3) < rank.get(best[key].status, 3):
-                    best[key] = e
-            entry.chips = [Chip(e, project) for e in best.values()]
-            for chip in entry.chips:
-                e = chip.entry
-                if e.status == "proposed" and (in_use or {}).get((e.engine, e.parameter), object()) == e.value:
-                    chip.state = "in use already"
+    def show_chips(self, entry: _Entry, chips: list[Chip], noted: bool = True) -> None:
+        """The settings a turn stated, under its answer (app.core.chips: one chip per setting and
+        value, each saying what it is now)."""
+        if entry in self.entries:
+            entry.chips, entry.chips_noted = chips, noted
             self._render(self._index(entry))
 
-    def chip_done(self, chip: Chip, state: str) -> None:
-        chip.state = state
-        self._render(next((i for i, e in enumerate(self.entries) if any(c is chip for c in e.chips)), 0))
+    def all_chips(self) -> list[Chip]:
+        return [c for e in self.entries for c in e.chips]
+
+    def redraw_chips(self, chips: list[Chip]) -> None:
+        """Some chips say something else now (answered, or a newer value retired their "in use"):
+        draw again from the first answer that has one."""
+        ids = {id(c) for c in chips}
+        first = next((i for i, e in enumerate(self.entries) if any(id(c) in ids for c in e.chips)), None)
+        if first is not None:
+            self._render(first)
+
+    def entry_of(self, chip: Chip) -> _Entry | None:
+        return next((e for e in self.entries if any(c is chip for c in e.chips)), None)
 
     # ---- inside ----------------------------------------------------------------------------------
     def _submit(self) -> None:
@@ -445,7 +432,7 @@ class ChatView(QWidget):
             action, _, where = target[5:].partition(":")
             e, _, c = where.partition(".")
             chip = self.entries[int(e)].chips[int(c)]
-            if chip.state:
+            if not chip.answerable:
                 return
             if action == "menu":
                 self._chip_menu(chip, target[len("chip:menu:"):])
@@ -483,23 +470,27 @@ class ChatView(QWidget):
 
     @staticmethod
     def _chips(i: int, e: _Entry) -> str:
-        """One line per setting and value, its status in words and colour; the setting itself opens
-        a small menu (✓ use, ✎ correct, ✗ take out). An answer changes only its own line: the others
-        stay where they were."""
+        """One line per setting and value, its status in words and colour (or the question it asks,
+        or what the artist did and when); an open one's setting opens a small menu (✓ use, ✎
+        correct, ✗ take out). The arrow is bound to the last word, so a narrow line never leaves it
+        alone. An answer changes only its own line: the others stay where they were."""
         if not e.chips:
             return ""
         lines = []
         for n, chip in enumerate(e.chips):
-            status = chip.entry.status
-            colour = CHIP_COLOURS["applied"] if chip.state.startswith("in use") else CHIP_COLOURS.get(status, "#9aa0aa")
+            done = chip.answer.startswith(("used", "corrected"))
+            colour = CHIP_COLOURS[IN_USE] if done else CHIP_COLOURS.get(chip.status, "#9aa0aa")
             dot = f'<span style="color:{colour}">●</span>'
-            if chip.state:
+            if chip.answer:
+                said = f"{chip.answer} {as_read(chip.answered_ms)}".strip()
+                lines.append(f'<p class="chip">{dot} {plain(chip.label)} <span class="chipst">· {plain(said)}</span></p>')
+            elif not chip.answerable:
                 lines.append(f'<p class="chip">{dot} {plain(chip.label)} '
-                             f'<span class="chipst">· {plain(chip.state)}</span></p>')
-                continue
-            lines.append(f'<p class="chip">{dot} <a class="chiplink" href="chip:menu:{i}.{n}">{plain(chip.label)}</a>'
-                         f' <span class="chipst">· {CHIP_WORDS.get(status, status)}</span>'
-                         f' <a href="chip:menu:{i}.{n}">▾</a></p>')
+                             f'<span class="chipst">· {plain(chip.question or chip.words)}</span></p>')
+            else:
+                lines.append(f'<p class="chip">{dot} <a class="chiplink" href="chip:menu:{i}.{n}">{plain(chip.label)}</a>'
+                             f' <span class="chipst">· {plain(chip.question or chip.words)}</span>&nbsp;'
+                             f'<a href="chip:menu:{i}.{n}">▾</a></p>')
         return '<div class="chips"><p class="chiphead">Settings in this turn</p>' + "".join(lines) + "</div>"
 
     def _html(self, i: int, e: _Entry) -> str:
@@ -583,8 +574,11 @@ class ChatView(QWidget):
         return next((i for i, e in enumerate(self.entries) if e is entry), 0)
 
 
-def _history_entry(m) -> _Entry:
-    """A stored message as the transcript shows it (app.core.records.Message)."""
+def _history_entry(m, extras: dict | None = None) -> _Entry:
+    """A stored message as the transcript shows it (app.core.records.Message), with what its answer
+    looked at and its chips (``extras``: by message id, (lines, chips, noted))."""
     role = m.role if m.role in ("user", "assistant") else "notice"
     who = m.speaker if role == "user" and m.speaker and m.speaker.lower() not in ("you", "user") else ""
-    return _Entry(role, m.text, m.status if role == "assistant" else "", ts_ms=m.ts_ms, message_id=m.id, who=who)
+    looked, chips, noted = (extras or {}).get(m.id, ([], [], True))
+    return _Entry(role, m.text, m.status if role == "assistant" else "", looked_at=list(looked), chips=list(chips),
+                  chips_noted=noted, ts_ms=m.ts_ms, message_id=m.id, who=who, turn_id=m.turn_id)
