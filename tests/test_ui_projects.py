@@ -207,9 +207,12 @@ def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window,
         from app.config import config_file
 
         assert 'project = "Nike Spring"' in config_file().read_text(encoding="utf-8")  # the next start opens on it
-        monkeypatch.setattr(box, "_ask", lambda title, label, text: "nike  SPRING")  # folds to the same folder
+        asked = []
+        answers = iter(["nike  SPRING", ""])  # folds to the same folder; then, told so, the artist gives up
+        monkeypatch.setattr(box, "_ask", lambda title, label, text: asked.append((label, text)) or next(answers))
         box.activated.emit(box.findData("\x00new"))
-        qtbot.waitUntil(lambda: "already exists" in w.statusBar().currentMessage(), timeout=10_000)
+        qtbot.waitUntil(lambda: len(asked) == 2, timeout=10_000)
+        assert "already exists" in asked[1][0] and asked[1][1] == "nike  SPRING"  # said in the dialog, asked again
         assert w.project == "Nike Spring"
         monkeypatch.setattr(box, "_ask", lambda title, label, text: "Nike Summer")
         box.activated.emit(box.findData("\x00rename"))

@@ -108,7 +108,7 @@ class Projects:
 
     def create(self, name: str) -> ProjectInfo:
         if self.memory.store(check_name(name, "project")).exists():
-            raise RecordError(f"a project named {self.display_name(name)!r} already exists")
+            raise RecordError(f"a project named “{self.display_name(name)}” already exists")
         return self.ensure(name)
 
     def rename(self, old: str, new: str) -> ProjectInfo:
@@ -120,7 +120,7 @@ class Projects:
             raise RecordError(f"there is no project named {old!r}")
         dst_folder = self.data_dir / names.folder_name(new)
         if dst_folder.exists() and dst_folder.resolve() != src.folder.resolve():
-            raise RecordError(f"a project named {new!r} already exists")
+            raise RecordError(f"a project named “{new}” already exists")
         self.memory.open(old)  # refused if another Kelvin is writing to it: never move a folder in use
         with self._lock:
             data = self._read(src.folder)

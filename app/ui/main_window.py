@@ -11,6 +11,7 @@ project before and lands after a switch is dropped. Kelvin opens on the last pro
 worked in (saved as ``project`` in kelvin.toml, so the command line follows too)."""
 from __future__ import annotations
 
+import html
 import logging
 
 from PySide6.QtCore import QCoreApplication, QPoint, QRect, QSettings, QSize, Qt, QTimer
@@ -250,8 +251,8 @@ class MainWindow(QMainWindow):
 
     def _project_refused(self, why: str) -> None:
         self.turns.switch_refused()
-        self.statusBar().showMessage(why, 8000)
-        self.notify("Project not changed", why)
+        if why:
+            self.say_here("Project not changed", why)
 
     def _guard_state(self, words: str, reason: str, health: str, state: str) -> None:
         self.header.set_state(self.header.gpu_label, words, reason or None, health)
@@ -302,13 +303,16 @@ class MainWindow(QMainWindow):
 
     # ---- saying ----------------------------------------------------------------------------------
     def notify(self, title: str, text: str) -> None:
-        """A notification: a tray balloon where the desktop has a tray, else the window's banner;
-        the chat keeps a line of it either way."""
-        self.chat.add("notice", f"{title}: {text}")
-        if not self.tray.notify(title, text):
-            self.banner.setText(f"<b>{title}</b> — {text}")
-            self.banner.show()
-            self._banner_timer.start()
+        """A notification, said once, where the artist is looking: in the window's banner while the
+        window is in front of them, else a tray balloon (the banner where the desktop has no tray)."""
+        if self.isActiveWindow() or not self.tray.notify(title, text):
+            self.say_here(title, text)
+
+    def say_here(self, title: str, text: str) -> None:
+        """In the window's banner, under the header, for a while."""
+        self.banner.setText(f"<b>{html.escape(title)}</b> — {html.escape(text)}")
+        self.banner.show()
+        self._banner_timer.start()
 
     def _always_on_top(self, on: bool) -> None:
         self.setWindowFlag(Qt.WindowType.WindowStaysOnTopHint, on)
@@ -334,6 +338,7 @@ class MainWindow(QMainWindow):
             return
         self.state.sync()
         self.status.stop()
+        self.projects.stop()
         if self.services is not None:
             self.services.conversation.cancel()  # the partial reply is stored as stopped
         self.briefing.cancel()

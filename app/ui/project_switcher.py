@@ -52,6 +52,18 @@ class ProjectSwitcher(QComboBox):
         elif isinstance(what, str) and what != self.current:
             self.switch_requested.emit(what)
 
+    def ask_again(self, kind: str, name: str, why: str) -> None:
+        """A new project or a rename was refused (``why``, a sentence): the same question again, with
+        the reason where the artist is looking and the name they typed, to change."""
+        if kind == "create":
+            new = self._ask("New project", f"{why}\nName of the new project:", name)
+            if new:
+                self.create_requested.emit(new)
+        else:
+            new = self._ask("Rename the project", f"{why}\nNew name for “{self.current}”:", name)
+            if new and new != self.current:
+                self.rename_requested.emit(new)
+
     def _ask(self, title: str, label: str, text: str) -> str:
         name, ok = QInputDialog.getText(self, title, label, QLineEdit.EchoMode.Normal, text)
         return " ".join(name.split()) if ok else ""
