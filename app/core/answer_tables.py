@@ -41,29 +41,64 @@ def _kind(header: str) -> str:
     return ""
 
 
+def find_tables(text: str) -> list[tuple[int, int, list[list[str]]]]:
+    """Every Markdown table in ``text``: (first line, line after the last, its rows of cells — the
+    header first, the rule left out)."""
+    lines = text.split("\n")
+    found = []
+    i = 0
+    while i < len(lines):
+        if i + 1 < len(lines) and "|" in lines[i] and _RULE.match(lines[i + 1]):
+            end = i + 2
+            while end < len(lines) and "|" in lines[end] and lines[end].strip():
+                end += 1
+            found.append((i, end, [_cells(lines[i])] + [_cells(ln) for ln in lines[i + 2:end]]))
+            i = end
+            continue
+        i += 1
+    return found
+
+
+def _replace(text: str, tables, rewrite) -> str:
+    lines = text.split("\n")
+    for start, end, rows in reversed(tables):
+        new = rewrite(rows)
+        if new is not None:
+            lines[start:end] = new
+    return "\n".join(lines)
+
+
 def compared(text: str, role: str) -> str:
     """``text`` with each table that compares values narrowed to its name column and the column that
     is new for ``role``'s writer ("assistant": the proposal; anyone else: the current value)."""
     if "|" not in text:
         return text
-    lines = text.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        if i + 1 < len(lines) and "|" in lines[i] and _RULE.match(lines[i + 1]):
-            head = _cells(lines[i])
-            kinds = [_kind(h) for h in head]
-            keep_kind = "proposed" if role == "assistant" else "current"
-            if len(head) >= 3 and "current" in kinds[1:] and "proposed" in kinds[1:]:
-                keep = [0] + [n for n, k in enumerate(kinds) if n and k == keep_kind]
-                end = i + 2
-                while end < len(lines) and "|" in lines[end] and lines[end].strip():
-                    end += 1
-                for line in [lines[i], lines[i + 1], *lines[i + 2:end]]:
-                    cells = _cells(line)
-                    out.append("| " + " | ".join(cells[n] if n < len(cells) else "" for n in keep) + " |")
-                i = end
-                continue
-        out.append(lines[i])
-        i += 1
-    return "\n".join(out)
+    keep_kind = "proposed" if role == "assistant" else "current"
+
+    def narrow(rows):
+        kinds = [_kind(h) for h in rows[0]]
+        if len(rows[0]) < 3 or "current" not in kinds[1:] or "proposed" not in kinds[1:]:
+            return None
+        keep = [0] + [n for n, k in enumerate(kinds) if n and k == keep_kind]
+        out = ["| " + " | ".join(r[n] if n < len(r) else "" for n in keep) + " |" for r in rows]
+        return [out[0], "|" + "---|" * len(keep), *out[1:]]
+
+    return _replace(text, find_tables(text), narrow)
+
+
+def stacked(text: str, which: set[int]) -> str:
+    """``text`` with the tables numbered in ``which`` written as a list, one item per row — the row's
+    first cell, then each other cell with its column's name ("- **Max samples** — Current: 256 ·
+    Suggested: 512"): what a table too wide for a sidebar becomes, so that no word is broken."""
+    tables = find_tables(text)
+    picked = [t for n, t in enumerate(tables) if n in which]
+
+    def as_list(rows):
+        head, out = rows[0], []
+        for row in rows[1:]:
+            rest = " · ".join(f"{head[n]}: {c}" if n < len(head) and head[n] else c
+                              for n, c in enumerate(row) if n and c)
+            out.append(f"- **{row[0]}**" + (f" — {rest}" if rest else "") if row and row[0] else f"- {rest}")
+        return [*out, ""]
+
+    return _replace(text, picked, as_list)

@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QCursor, QGuiApplication, QKeyEvent, QTextCursor, QTextDocument
+from PySide6.QtGui import QCursor, QFont, QFontMetrics, QGuiApplication, QKeyEvent, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QMenu, QPlainTextEdit, QPushButton, QTextBrowser, QToolButton,
                                QVBoxLayout, QWidget)
 
+from app.core.answer_tables import find_tables, stacked
 from app.core.chips import ALREADY, IN_USE, SUGGESTED, Chip
-from app.core.dates import as_read
+from app.core.dates import as_read, day_as_read
 from app.core.parameters import format_value
-from app.ui.markdown import plain, render
+from app.ui.markdown import plain, render, stripped
 
 TRANSCRIPT_CSS = """
 .who { color: #9aa0aa; font-size: 9pt; margin-bottom: 2px; }
@@ -38,7 +39,7 @@ th { background-color: #262a30; }
 table.you { background-color: #2b3038; border-width: 0; margin: 8px 0 8px 40px; }
 .kelvin { margin: 6px 40px 10px 0; }
 .notice { color: #f0b43c; font-size: 9pt; margin: 4px 0; }
-pre { background-color: #15171a; font-family: monospace; padding: 6px; }
+pre { background-color: #15171a; font-family: monospace; padding: 6px; white-space: pre-wrap; }
 code { font-family: monospace; color: #e6c07b; }
 .copy { font-size: 8pt; margin: 0; }
 .look { font-size: 9pt; margin-top: 4px; }
@@ -59,6 +60,8 @@ RENDER_MS = 50
 
 
 LINE_CHARS = 96  # the longest line of the transcript at full screen, in average characters
+ANSWER_MARGIN_PX = 40  # .kelvin's right margin below
+TABLE_CELL_PX = 11  # a table cell's padding (4 a side) and border
 _REFIT_EVENTS = (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.FontChange, QEvent.Type.StyleChange,
                  QEvent.Type.ScreenChangeInternal, QEvent.Type.DevicePixelRatioChange)
 
@@ -79,6 +82,8 @@ class _Entry:
     who: str = ""  # another speaker than "You" (an imported conversation)
     copied: int = -1  # the code block just copied: its link says "Copied" for a moment
     unfolded: bool = False  # a long paste shown whole
+    stacked: frozenset = frozenset()  # its tables drawn as lists (too wide for the room there is)
+    table_needs: tuple = ()  # (the text measured, the least width of each of its tables without a broken word)
 
 
 _LINK_WORDS = {"copy": "Copy this code", "unfold": "Show the whole message", "look": "Show or hide what Kelvin looked at",
@@ -118,7 +123,7 @@ HELLO = ("<p class='hellohead'>Hello — Kelvin remembers this project for you.<
 
 
 def _day(ts_ms: int) -> str:
-    return datetime.fromtimestamp(ts_ms / 1000).strftime("%A %d %B %Y") if ts_ms else ""
+    return day_as_read(ts_ms)
 
 
 class Composer(QPlainTextEdit):
@@ -324,8 +329,52 @@ class ChatView(QWidget):
             if event.type() not in (QEvent.Type.Resize, QEvent.Type.Show):
                 self._measure = -1  # another font or screen: another measure, even at the same width
             self._fit_measure()
+            self._restack()
             self._place_jump()
         return super().eventFilter(obj, event)
+
+    # ---- tables that fit ---------------------------------------------------------------------------
+    def _table_room(self) -> int:
+        """The width a table in an answer has now (the answer's own right margin taken off)."""
+        doc = self.transcript.document()
+        fmt = doc.rootFrame().frameFormat()
+        return int(self.transcript.viewport().width() - fmt.leftMargin() - fmt.rightMargin()
+                   - 2 * doc.documentMargin() - ANSWER_MARGIN_PX - 4)
+
+    def _needs(self, e: _Entry) -> list[int]:
+        """Each table's least width with no word broken: per column, its widest word (the header's
+        in bold), plus the cell's padding and borders."""
+        if e.table_needs and e.table_needs[0] == e.text:
+            return e.table_needs[1]
+        plain_fm = self.transcript.fontMetrics()
+        bold = QFont(self.transcript.font())
+        bold.setBold(True)
+        bold_fm = QFontMetrics(bold)
+        needs = []
+        for _, _, rows in find_tables(e.text):
+            widths: list[int] = []
+            for r, row in enumerate(rows):
+                fm = bold_fm if r == 0 else plain_fm
+                for c, cell in enumerate(row):
+                    word = max((fm.horizontalAdvance(w) for w in stripped(cell).split()), default=0)
+                    widths += [0] * (c + 1 - len(widths))
+                    widths[c] = max(widths[c], word)
+            needs.append(sum(widths) + len(widths) * TABLE_CELL_PX + 2)
+        e.table_needs = (e.text, needs)
+        return needs
+
+    def _stack_of(self, e: _Entry) -> frozenset:
+        if e.role != "assistant" or "|" not in e.text:
+            return frozenset()
+        room = self._table_room()
+        return frozenset(n for n, need in enumerate(self._needs(e)) if need > room)
+
+    def _restack(self) -> None:
+        """The room changed: a table that no longer fits becomes a list (and back), so that no header
+        breaks mid-word; the answers whose tables changed are drawn again."""
+        first = next((i for i, e in enumerate(self.entries) if self._stack_of(e) != e.stacked), None)
+        if first is not None:
+            self._render(first)
 
     def changeEvent(self, event) -> None:  # noqa: N802
         super().changeEvent(event)
@@ -523,7 +572,9 @@ class ChatView(QWidget):
                     f'<p class="who">{who}{when}</p><p>{plain(text)}</p>{fold}</td></tr></table>')
         if e.role == "notice":
             return f'<p class="notice">{plain(e.text)}</p>'
-        body, e.blocks = render(e.text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")
+        e.stacked = self._stack_of(e)
+        text = stacked(e.text, set(e.stacked)) if e.stacked else e.text
+        body, e.blocks = render(text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")
         if 0 <= e.copied < len(e.blocks):
             body = body.replace(f'href="copy:{i}.{e.copied}">Copy</a>', f'href="copy:{i}.{e.copied}">Copied ✓</a>')
         tag = {"streaming": " · writing …", "cancelled": " · stopped", "cut": " · cut off", "failed": " · no reply",

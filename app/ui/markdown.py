@@ -79,12 +79,18 @@ _MARKS = re.compile(r"(\*\*|__|~~|`)")
 _EMPH = re.compile(r"(?<![\w*])[*_](?=\S)(.+?)(?<=\S)[*_](?![\w*])")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE)
+_TABLE_ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.MULTILINE)
 
 
 def stripped(text: str) -> str:
     """A message as one line of readable words: no Markdown marks (``**``, backticks, fences, ``#``
-    headings, link targets), the whitespace folded. For lists and previews, not for editing."""
+    headings, link targets, a table's pipes and rule), the whitespace folded. For lists and
+    previews, not for editing."""
     text = _FENCE.sub(" ", text)
+    if "|" in text:  # a table's rows as words: "GI clamp · 25 · 10", its rule line gone
+        text = _TABLE_RULE.sub(" ", text)
+        text = _TABLE_ROW.sub(lambda m: " · ".join(c.strip() for c in m.group(1).split("|") if c.strip()) + ";", text)
     text = _LINK.sub(r"\1", text)
     text = _HEADING.sub("", text)
     text = _MARKS.sub("", text)

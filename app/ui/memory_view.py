@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QDateEdit, QHBoxLayout, 
                                QPushButton, QSplitter, QStyledItemDelegate, QTableView, QTabWidget, QTextBrowser,
                                QVBoxLayout, QWidget)
 
+from app.core.dates import as_read
 from app.core.highlight import spans
 from app.ui.flow_layout import FlowLayout
 from app.ui.markdown import render, stripped
@@ -166,7 +167,7 @@ class MessagesModel(QAbstractTableModel):
             return f"{about}\n\n{m.text[:2000]}"
         col = index.column()
         if col == 0:
-            return m.timestamp[:16].replace("T", " ")
+            return as_read(m.ts_ms)  # "Tue 10:42", "yesterday 18:05": never an ISO stamp
         if col == 1:
             return "You" if m.role == "user" else ("Kelvin" if m.role == "assistant" else m.role)
         if col == 2:
@@ -270,8 +271,8 @@ class MemoryView(QWidget):
             self.dates.addItem(label, value)
         self.dates.activated.connect(self._dates_picked)
         today = QDate.currentDate()
-        self.date_from = QDateEdit(today.addDays(-7), objectName="dateFrom", calendarPopup=True, displayFormat="yyyy-MM-dd")
-        self.date_to = QDateEdit(today, objectName="dateTo", calendarPopup=True, displayFormat="yyyy-MM-dd")
+        self.date_from = QDateEdit(today.addDays(-7), objectName="dateFrom", calendarPopup=True, displayFormat="d MMM yyyy")
+        self.date_to = QDateEdit(today, objectName="dateTo", calendarPopup=True, displayFormat="d MMM yyyy")
         for edit in (self.date_from, self.date_to):
             edit.dateChanged.connect(self._changed)
             edit.hide()
@@ -289,7 +290,7 @@ class MemoryView(QWidget):
         self.table.verticalHeader().hide()
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()  # fixed widths: sizing to contents would read every row
-        for col, width in enumerate((132, 56, 96, 74)):
+        for col, width in enumerate((104, 56, 96, 74)):
             self.table.setColumnWidth(col, width)
         header.setSectionResizeMode(TEXT_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setDefaultSectionSize(22)
@@ -406,7 +407,7 @@ class MemoryView(QWidget):
             self.preview.clear()
             return
         who = "You" if m.role == "user" else ("Kelvin" if m.role == "assistant" else m.role)
-        about = " · ".join(x for x in (m.timestamp[:16].replace("T", " "), who, m.tags.domain, m.tags.engine) if x)
+        about = " · ".join(x for x in (as_read(m.ts_ms), who, m.tags.domain, m.tags.engine) if x)
         body, _ = render(m.text)
         self.preview.setHtml(f'<p class="about">{escape(about)}</p>{body}')
 

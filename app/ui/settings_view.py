@@ -8,8 +8,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter, QTableView, QVBoxLayout,
                                QWidget)
 
+from app.core.dates import as_read
 from app.core.parameters import format_value
-from app.core.records import format_ts
 from app.ui.markdown import stripped
 
 KeyRole = Qt.ItemDataRole.UserRole + 2
@@ -20,7 +20,7 @@ _ENGINES = {"": "", "vray": "V-Ray", "octane": "Octane", "redshift": "Redshift",
 
 
 def when(ts_ms: int) -> str:
-    return format_ts(ts_ms)[:16].replace("T", " ")
+    return as_read(ts_ms)  # local, as an artist reads it ("Tue 10:42"), never a UTC stamp
 
 
 def who(by: str) -> str:
