@@ -255,7 +255,7 @@ def test_the_mode_shown_is_the_mode_in_use(qtbot, window):
     w.status.check_ollama()
     qtbot.waitUntil(lambda: w.header.mode_box.currentText() == "Memory only", timeout=10_000)
     assert "Ollama is not running" in w.header.mode_box.toolTip()
-    assert not w.header.mode_box.model().item(3).isEnabled()  # shown, never chosen
+    assert w.header.mode_box.count() == 3  # one mode without a model, however it came to be
     send(qtbot, w, "what GI clamp?")
     qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
     assert w.chat.entries[-1].status == "recall" and w.header.mode_box.currentText() == "Memory only"

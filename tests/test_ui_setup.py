@@ -72,8 +72,8 @@ def test_a_missing_chat_model_is_pulled_with_a_progress_bar_and_then_found(qtbot
         assert [c.name for c in p.blocking()] == ["chat model"]
         chat = p.rows["chat"]
         assert chat.status == "fail" and f"{CHAT} is not installed" in chat.detail.text()
-        assert "recall mode" in chat.hint.text() and chat.action.text() == f"Pull {CHAT}"
-        assert "recall mode" in p.summary.text()
+        assert "Memory only" in chat.hint.text() and chat.action.text() == f"Pull {CHAT}"
+        assert "Memory only" in p.summary.text()
 
         seen = []
         p.pull_progress.connect(lambda *args: seen.append(args))
@@ -141,7 +141,7 @@ def test_ollama_unreachable_is_said_plainly_with_how_to_install_it(qtbot, panel,
     assert checks["Ollama"].status == "fail"
     row = p.rows["ollama"]
     assert row.status == "fail" and row.detail.text() == "Ollama is not reachable at http://127.0.0.1:9."
-    assert INSTALL_URL in row.hint.text() and "recall mode" in row.hint.text()
+    assert INSTALL_URL in row.hint.text() and "Memory only" in row.hint.text()
     assert row.hint.textFormat() == Qt.TextFormat.PlainText  # the address is text, never opened by itself
     assert not row.action.isVisible()  # nothing to start
     for key in ("chat", "embedder"):
@@ -149,7 +149,7 @@ def test_ollama_unreachable_is_said_plainly_with_how_to_install_it(qtbot, panel,
     gpu = p.rows["gpu"]
     assert (gpu.status, gpu.detail.text()) == ("info", NO_GPU)  # no GPU is information, not a failure
     assert p.rows["data"].status == "ok" and p.rows["data"].action.text() == "Choose…"
-    assert [c.name for c in p.blocking()] == ["Ollama"] and "recall mode" in p.summary.text()
+    assert [c.name for c in p.blocking()] == ["Ollama"] and "Memory only" in p.summary.text()
     with qtbot.waitSignal(p.done, timeout=1000):
         click(qtbot, p.go_on)  # the artist can always go on
 
@@ -174,7 +174,7 @@ def test_start_ollama_runs_ollama_serve_detached_on_kelvins_host_and_looks_again
     p._recheck.setInterval(300)
     look(qtbot, p)
     row = p.rows["ollama"]
-    assert row.status == "fail" and row.action.text() == "Start Ollama" and "ollama serve" in row.hint.text()
+    assert row.status == "fail" and row.action.text() == "Start Ollama" and "starts it in the background" in row.hint.text()
     click(qtbot, row.action)
     assert p.started_ollama and "Starting Ollama" in row.hint.text() and not row.action.isVisible()
     qtbot.waitUntil(said.exists, timeout=10_000)
@@ -213,7 +213,7 @@ def test_choosing_a_data_folder_writes_kelvin_toml_and_keeps_the_rest(qtbot, pan
     assert tomllib.loads(text) == {"chat_model": "qwen2.5:7b", "num_ctx": 4096, "data_dir": str(chosen)}
     assert text.startswith("# my Kelvin\n")  # the artist's comment stays
     assert load().data_path() == chosen
-    assert row.hint.text() == f"Saved in {toml}: Kelvin keeps its memory in {chosen} after a restart."
+    assert row.hint.text() == f"Saved: Kelvin keeps its memory in {chosen} after a restart."
     assert list(toml.parent.iterdir()) == [toml]  # no temp file left behind
     idle(qtbot, p)
     look(qtbot, p)
@@ -229,7 +229,7 @@ def test_a_data_folder_choice_says_when_the_environment_wins_or_the_folder_is_no
     row = p.rows["data"]
     with qtbot.waitSignal(p.settings_changed, timeout=10_000):
         click(qtbot, row.action)
-    assert "KELVIN_DATA_DIR is set, though, and wins over kelvin.toml" in row.hint.text()
+    assert "started with another data folder set for it from outside the window" in row.hint.text()
     idle(qtbot, p)
 
     blocker = tmp_path / "a file"

@@ -215,6 +215,25 @@ def compose(project: str, day: str, written_at: str, narrative: dict[str, str], 
     return "\n".join(parts)
 
 
+def compose_without_model(project: str, day: str, at: str, settings_md: str, scene_lines: tuple[str, ...],
+                          decided: list[str], day_lines: list[str], messages: int, why: str = "") -> str:
+    """The brief with no model: what the ledger and the day's messages say on their own."""
+    reason = f"{why.rstrip('.')}. " if why else "the model was not there. "
+    parts = [f"# Master brief — {project}\n",
+             f"_{day} · written {at} by Kelvin from memory alone: {reason}The summaries of the day come when "
+             f"the model is back (End of day again then)._\n"]
+    scene = ""
+    if scene_lines:
+        head, *rest = scene_lines
+        scene = f"\n**{head.rstrip(':')}**" + ("".join(f"\n- {line}" for line in rest) if rest else "") + "\n"
+    parts.append(f"## {SETTINGS_TITLE}\n\n_From the settings ledger._\n\n{settings_md}\n{scene}")
+    parts.append("## Decided today\n\n" + ("\n".join(decided) if decided else "_Nothing decided today._") + "\n")
+    parts.append(f"## Today's messages by domain\n\n" + ("\n".join(day_lines) if day_lines else
+                                                            "_No messages today._\n") +
+                 (f"\n_{messages} message{'s' if messages != 1 else ''} in all._\n" if messages else ""))
+    return "\n".join(parts)
+
+
 def archive_entry(brief: str, written_at: str) -> str:
     """The brief as it is appended to Project_Archive.md: under a dated heading, its own headings
     pushed one level down so the archive reads as one document."""

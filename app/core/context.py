@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 
+from app.core.dates import written
 from app.core.records import Memory, Message
 from app.core.tokens import MESSAGE_OVERHEAD, Calibration, clip, estimate, estimate_messages
 
@@ -115,8 +115,8 @@ def distinct(ing: Ingredients) -> tuple[tuple[Memory, ...], tuple[Message, ...],
 
 
 def when(ts_ms: int) -> str:
-    """Local date and minute, as an artist reads it."""
-    return datetime.fromtimestamp(ts_ms / 1000).strftime("%Y-%m-%d %H:%M")
+    """Local date and minute, as an artist reads it ("24 Nov 2026 10:42")."""
+    return written(ts_ms)
 
 
 def source_line(m: Message) -> str:

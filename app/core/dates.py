@@ -30,6 +30,19 @@ def as_read(ts_ms: int, now: datetime | None = None) -> str:
     return f"{then.day} {then:%b} {then.year}"
 
 
+def written(ts_ms: int) -> str:
+    """A moment for something kept and read later (a brief, a quote from memory, a model's prompt):
+    "24 Nov 2026 10:42", local time — never relative, never an ISO stamp."""
+    then = _local(ts_ms)
+    return f"{then.day} {then:%b %Y %H:%M}"
+
+
+def long_day(ts_ms: int) -> str:
+    """The day for a document read later: "Thursday 26 November 2026"."""
+    then = _local(ts_ms)
+    return f"{then:%A} {then.day} {then:%B %Y}"
+
+
 def day_as_read(ts_ms: int, now: datetime | None = None) -> str:
     """The day alone, for a line between days: "Today", "Yesterday", "Tuesday 24 November" (with the
     year when it is not this one)."""

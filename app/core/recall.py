@@ -34,9 +34,9 @@ def _best_passage(text: str, question: str, max_tokens: int = QUOTE_TOKENS) -> s
 
 
 def said_line(m: Message) -> str:
-    """Who said it and when, as a person reads it, and the readable file that holds it."""
+    """Who said it and when, as a person reads it, and where it is kept (the domain's notes)."""
     who = m.speaker or {"user": "You", "assistant": "Kelvin"}.get(m.role, m.role)
-    return f"{who}, {when(m.ts_ms)} (in `{m.tags.domain}.md`)"
+    return f"{who}, {when(m.ts_ms)} (in the {m.tags.domain} notes)"
 
 
 def _quote(text: str) -> str:

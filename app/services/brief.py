@@ -26,6 +26,8 @@ from typing import Callable
 
 from app.core import brief as plan_
 from app.core.commands import Mode
+from app.core.dates import as_read, long_day
+from app.core.dates import written as written_on
 from app.core.parameters import format_value
 from app.core.records import Message, RecordError, now_ms
 from app.durable import append_durably, write_atomically
@@ -54,6 +56,15 @@ class BriefFailed(RecordError):
 class NothingNew(BriefFailed):
     """No message since the last brief (or since the time asked for), and a brief with content
     exists: it is left as it is, and so is the archive."""
+
+    def __init__(self, message: str, since_ms: int = 0):
+        super().__init__(message)
+        self.since_ms = since_ms
+
+
+class NoModel(BriefFailed):
+    """The summaries need the model, and it is not there (Kelvin answers from memory alone, or Ollama
+    went away): :meth:`BriefBuilder.without_model` gives what the brief can say without it."""
 
 
 @dataclass
@@ -148,8 +159,8 @@ class BriefBuilder:
         since = self.default_since(project) if since_ms is None else since_ms
         messages = self._messages(project, since)
         if not messages and self._has_content(store.folder / BRIEF_FILE):
-            raise NothingNew(f"nothing new since {_iso(since).replace('T', ' ')[:16] if since else 'the start'}: "
-                             f"the brief is unchanged ({store.folder / BRIEF_FILE})")
+            raise NothingNew(f"nothing new since {written_on(since) if since else 'the start'}: "
+                             f"the brief is unchanged ({store.folder / BRIEF_FILE})", since)
         settings = self.ledger.current(project)
         settings_lines = [self._line(cur) for cur in settings]
         the_plan = plan_.plan(messages, self.conversation.settings.num_ctx)
@@ -187,7 +198,7 @@ class BriefBuilder:
                 step += 1
             else:
                 written = f"## {plan_.SECTIONS[0]}\n\nNo conversation since the last brief" + \
-                          (f" ({_iso(since)})." if since else ".")
+                          (f" ({written_on(since)})." if since else ".")
         finally:
             c.on_mode.remove(listener)
         if cancel.is_set():
@@ -198,13 +209,13 @@ class BriefBuilder:
         flagged = plan_.unsupported("\n".join(narrative.values()), sources) if calls else []
         narrative = {k: plan_.mark(v, flagged) for k, v in narrative.items()}
         rows = [(" ".join(x for x in (engine_label(cur.entry.engine), (cur.entry.name or cur.entry.parameter).replace("_", " ")) if x),
-                 format_value(cur.entry.value, cur.entry.unit), _iso(cur.entry.ts_ms).replace("T", " ")[:16]
+                 format_value(cur.entry.value, cur.entry.unit), written_on(cur.entry.ts_ms)
                  + (" (by hand)" if cur.entry.by == "artist" else ""),
                  "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
         written_ms = now_ms()
-        written_at = _iso(written_ms).replace("T", " ")
+        written_at = as_read(written_ms)  # the day is in the header already
         scene = self.ledger.scene_answer(project, say_none=False)
-        text = plan_.compose(project, day, written_at, narrative, plan_.settings_table(rows), flagged, domains, len(messages),
+        text = plan_.compose(project, long_day(written_ms), written_at, narrative, plan_.settings_table(rows), flagged, domains, len(messages),
                              scene)
         result = BriefResult(project=project, path=store.folder / BRIEF_FILE, archive=store.folder / ARCHIVE_FILE,
                              text=text, sections=narrative, settings=[cur.to_json() for cur in settings], flagged=flagged,
@@ -214,6 +225,59 @@ class BriefBuilder:
         self._save(result, since)
         progress(total, total, "Done")
         return result
+
+    def without_model(self, project: str | None = None, why: str = "") -> BriefResult:
+        """What the brief can say with no model: the ledger's current settings (and where the last
+        scene differs), what was decided today, and the day's messages by domain — saying that the
+        summaries come when the model is back. It becomes the live brief (so tomorrow starts from
+        it), is not archived, and leaves "since the last brief" where it was: the next End of day
+        with the model covers the same day and writes the summaries."""
+        c = self.conversation
+        project = project or c.project
+        store = self.memory.store(project)
+        if not store.exists():
+            raise BriefFailed(f"project {project!r} has no memory yet: nothing to brief")
+        self.memory.flush()
+        now = now_ms()
+        today = int(datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0).timestamp() * 1000)
+        settings = self.ledger.current(project)
+        rows = [(self._label(cur.entry), format_value(cur.entry.value, cur.entry.unit),
+                 written_on(cur.entry.ts_ms) + (" (by hand)" if cur.entry.by == "artist" else ""),
+                 "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
+        decided = [f"- {self._label(cur.entry)}: {format_value(cur.entry.value, cur.entry.unit)}"
+                   + (f" (was {format_value(cur.previous.value, cur.previous.unit)})" if cur.previous else "")
+                   + f", {as_read(cur.entry.ts_ms)}" for cur in settings if cur.entry.ts_ms >= today]
+        messages = self._messages(project, today)
+        by_domain: dict[str, list[Message]] = {}
+        for m in messages:
+            by_domain.setdefault(m.tags.domain, []).append(m)
+        day_lines = []
+        for domain, said in sorted(by_domain.items(), key=lambda kv: -len(kv[1])):
+            day_lines.append(f"### {domain.capitalize()} — {len(said)} message{'s' if len(said) != 1 else ''}\n")
+            own = [m for m in said if m.role == "user"][-3:] or said[-3:]
+            day_lines += [f"- {as_read(m.ts_ms)} {'You' if m.role == 'user' else 'Kelvin'}: "
+                          f"{' '.join(m.text.split())[:160]}" for m in own]
+            day_lines.append("")
+        scene = self.ledger.scene_answer(project, say_none=False)
+        text = plan_.compose_without_model(project, long_day(now), as_read(now), plan_.settings_table(rows), scene,
+                                           decided, day_lines, len(messages), why)
+        result = BriefResult(project=project, path=store.folder / BRIEF_FILE, archive=store.folder / ARCHIVE_FILE,
+                             text=text, sections={}, settings=[cur.to_json() for cur in settings], flagged=[],
+                             domains=sorted(by_domain), messages=len(messages), since_ms=today, written_ms=now,
+                             calls=0, mode="memory")
+        write_atomically(result.path, text, sync_dir=True)
+        st = self.state(project)
+        write_atomically(store.folder / STATE_FILE, json.dumps({**st, "without_model_ms": now}, indent=1))
+        return result
+
+    def summaries_due(self, project: str | None = None) -> bool:
+        """The live brief was written without the model, and no brief with it came since."""
+        st = self.state(project)
+        return int(st.get("without_model_ms") or 0) > int(st.get("last_ms") or 0)
+
+    @staticmethod
+    def _label(e) -> str:
+        return " ".join(x for x in (engine_label(e.engine), (e.name or e.parameter).replace("_", " ")) if x)
 
     @staticmethod
     def _has_content(path: Path) -> bool:
@@ -241,7 +305,7 @@ class BriefBuilder:
         """Archive first, then the live brief replaced in one step: a crash in between leaves the old
         brief live (and the archive one entry ahead), never half a file."""
         folder = result.path.parent
-        append_durably(result.archive, plan_.archive_entry(result.text, _iso(result.written_ms).replace("T", " ")))
+        append_durably(result.archive, plan_.archive_entry(result.text, written_on(result.written_ms)))
         write_atomically(result.path, result.text, sync_dir=True)
         st = self.state(result.project)
         old_memory = st.get("memory_id")
@@ -285,8 +349,8 @@ class BriefBuilder:
             mode = c.mode
             if mode is Mode.RECALL:
                 if not self._wait_allowed(wait_for_model):
-                    raise BriefFailed("the brief needs a model, and Kelvin is in recall mode; switch to GPU or CPU "
-                                      "mode (kelvin brief --mode cpu) and run it again")
+                    raise NoModel("the brief needs a model, and Kelvin is in recall mode; switch to GPU or CPU "
+                                  "mode (kelvin brief --mode cpu) and run it again")
                 progress(step, total, "Waiting: a render has the GPU; the brief goes on when Kelvin's model is back")
                 cancel.wait(WAIT_POLL_S)
                 continue
@@ -297,7 +361,7 @@ class BriefBuilder:
                     stream = self.backend.chat(c.model, messages, num_ctx=c.settings.num_ctx, cpu=mode is Mode.CPU,
                                                num_predict=answer_tokens)
                 except OllamaUnavailable as exc:
-                    raise BriefFailed(f"the brief could not be written: {exc}") from None
+                    raise NoModel(f"the brief could not be written: {exc}") from None
                 with self._lock:
                     self._stream, self._call_mode = stream, mode
                 try:
@@ -312,7 +376,7 @@ class BriefBuilder:
                     if cancel.is_set() or c.mode is not mode:
                         cut, text = True, ""
                     else:
-                        raise BriefFailed(f"the brief could not be written: {exc}") from None
+                        raise NoModel(f"the brief could not be written: {exc}") from None
                 finally:
                     with self._lock:
                         self._stream, self._call_mode = None, None

@@ -216,7 +216,7 @@ class Conversation:
                                                                 recent if turn.mode is not Mode.RECALL else [])
             if turn.mode is Mode.RECALL:
                 result = self._recall(question, recalled, memories, settings,
-                                      "Recall mode: answering from memory, no model.")
+                                      (self.fix_words or {}).get("recall", "Recall mode: answering from memory, no model."))
             else:
                 result = self._answer(turn, question, recent, recalled, memories, settings, on_token, repeats)
                 if result.status == "failed" and fallback and result.error_kind in ("not_running", "model_missing",
@@ -323,7 +323,8 @@ class Conversation:
         current = self.ledger.current(project)
         settings = "; ".join(describe(c).split(" (")[0] for c in current[:12])
         more = f" and {len(current) - 12} more" if len(current) > 12 else ""
-        return (f"Resuming from the brief of {written:%A %Y-%m-%d %H:%M} ({BRIEF_FILE}, pinned into every answer). "
+        return (f"Resuming from the brief of {written:%A} {written.day} {written:%B %H:%M} (Kelvin keeps it in mind "
+                "for every answer). "
                 + (f"Current settings: {settings}{more}." if settings else "No settings recorded yet."))
 
     def _brief(self, project: str) -> str:

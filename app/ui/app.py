@@ -15,6 +15,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from app.ui import first_paint, markdown
+from app.ui.icon import kelvin_icon
 from app.ui.crash import install_excepthooks, route_qt_messages, setup_logging
 from app.ui.main_window import MainWindow
 from app.ui.worker import Worker
@@ -50,7 +51,7 @@ def build_services(settings, gpu: bool = True) -> Services:
     except BaseException:
         memory.close()
         raise
-    guard, problem = None, "vram_guard is off in the settings"
+    guard, problem = None, "the VRAM guard is switched off in Kelvin's settings"
     if gpu and settings.vram_guard:
         from app.gpu.nvml import NvmlSampler
         from app.services.gpu_guard import GpuGuard
@@ -83,9 +84,9 @@ def stylesheet() -> str:
 
 
 def app_icon() -> QIcon:
-    """Kelvin's icon (resources/icons/kelvin.svg): the window, the taskbar and the installers'. The
-    resources are plain files both installed and bundled, and QIcon reads an SVG lazily by path."""
-    return QIcon(str(resources.files("app.resources").joinpath("icons", "kelvin.svg")))
+    """Kelvin's icon (resources/icons/kelvin.svg): the window, the taskbar and the installers'; the
+    window colours it with Kelvin's state once it knows it (app.ui.icon)."""
+    return kelvin_icon(None)
 
 
 def window_state() -> QSettings:

@@ -28,7 +28,7 @@ class BriefView(QWidget):
         self.page.setOpenExternalLinks(False)
         self.page.document().setDefaultStyleSheet(BRIEF_CSS)
         self.archive = QListWidget(objectName="briefArchive")
-        self.archive.setToolTip("Every brief written before, newest first (Project_Archive.md)")
+        self.archive.setToolTip("Every brief written before, newest first")
         self.archive.currentItemChanged.connect(self._pick)
         self.button = QPushButton("End of day", objectName="endOfDay")
         self.button.setToolTip("Summarise the day into the master brief; the old one goes to the archive")

@@ -20,7 +20,8 @@ READY = "Ask about lighting, shading, render settings …  (Enter sends, Shift+E
 FIX_WORDS = {  # a recall answer's fix, in the window's words
     "not_running": "Start Ollama from the Setup panel (Setup… in the header).",
     "model_missing": "Pull {model} from the Setup panel (Setup… in the header).",
-    "out_of_memory": "Choose CPU in the mode box, or free VRAM in the GPU view."}
+    "out_of_memory": "Choose CPU in the mode box, or free VRAM in the GPU view.",
+    "recall": "Memory only (the mode box): answering from memory, without a model."}
 
 
 def looked_at(sources: list[dict]) -> list[str]:
@@ -167,7 +168,8 @@ class ChatPresenter(QObject):
 
         def done(result) -> None:
             if result.error_kind in ("not_running", "model_missing"):
-                self.model_seen.emit(result.error.rstrip("."))
+                self.model_seen.emit(f"Ollama is not running at {c.backend.host}" if result.error_kind == "not_running"
+                                     else f"Ollama has no model {c.model}")
             elif result.status == "complete":
                 self.model_seen.emit("")
             if result.status == "command" and c.project != ws.project:  # /project, /rename
@@ -181,7 +183,10 @@ class ChatPresenter(QObject):
             if result.greeting:
                 self.view.add("notice", result.greeting)
             self.mode_seen.emit()
-            ws.say(f"{result.status} in {time.monotonic() - started:.1f} s · committing in the background", 4000)
+            took = f"{time.monotonic() - started:.1f} s"
+            ws.say({"complete": f"Answered in {took}", "recall": f"Answered from memory in {took}",
+                    "cancelled": "Stopped; what was written is kept", "cut": "The reply was cut off; what came is kept",
+                    "failed": "No reply"}.get(result.status, ""), 4000)
 
         self.turn = ws.pools.run(ws.pools.model, lambda report: c.ask(text, on_token=report),
                                  yielded=token, returned=done,

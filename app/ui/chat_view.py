@@ -27,6 +27,7 @@ from app.core.chips import ALREADY, IN_USE, SUGGESTED, Chip
 from app.core.dates import as_read, day_as_read
 from app.core.parameters import format_value
 from app.ui.markdown import plain, render, stripped
+from app.ui.words import plain_words, reply_end
 
 TRANSCRIPT_CSS = """
 .who { color: #9aa0aa; font-size: 9pt; margin-bottom: 2px; }
@@ -429,7 +430,8 @@ class ChatView(QWidget):
         entry.status = "" if status == "complete" else status
         entry.looked_at = looked_at
         if error and status in ("failed", "cut", "cancelled"):  # a recall answer says why in its first line
-            entry.text = f"*{error}*\n\n{entry.text}" if entry.text else f"*{error}*"
+            said = plain_words(error)
+            entry.text = f"*{said}*\n\n{entry.text}" if entry.text else f"*{said}*"
         self._timer.stop()
         self._render(self._index(entry))
 
@@ -574,11 +576,12 @@ class ChatView(QWidget):
             return f'<p class="notice">{plain(e.text)}</p>'
         e.stacked = self._stack_of(e)
         text = stacked(e.text, set(e.stacked)) if e.stacked else e.text
+        text, end = reply_end(text) if e.status in ("cancelled", "cut", "failed") else (text, "")
         body, e.blocks = render(text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")
         if 0 <= e.copied < len(e.blocks):
             body = body.replace(f'href="copy:{i}.{e.copied}">Copy</a>', f'href="copy:{i}.{e.copied}">Copied ✓</a>')
-        tag = {"streaming": " · writing …", "cancelled": " · stopped", "cut": " · cut off", "failed": " · no reply",
-               "recall": " · from memory"}.get(e.status, "")
+        tag = f" · {end}" if end else {"streaming": " · writing …", "cancelled": " · stopped", "cut": " · cut off",
+                                       "failed": " · no reply", "recall": " · from memory"}.get(e.status, "")
         fold = ""
         if e.looked_at:
             arrow = "▾" if e.open else "▸"

@@ -26,6 +26,7 @@ from app.ui.chat_view import ChatView
 from app.ui.gpu_presenter import GpuPresenter
 from app.ui.gpu_view import GpuView
 from app.ui.header import Header
+from app.ui.icon import kelvin_icon
 from app.ui.memory_browser import MemoryBrowser
 from app.ui.memory_view import MemoryView
 from app.ui.projects_presenter import ProjectsPresenter, remember_project
@@ -114,6 +115,10 @@ class MainWindow(QMainWindow):
         self.guard_watch.notified.connect(self.notify)
         self.briefing.notified.connect(self.notify)
         self.turns.model_seen.connect(self.status.model_seen)
+        self.status.ollama_changed.connect(self.briefing.model_changed)
+        self.status.ollama_changed.connect(self._model_state)
+        self.status.seen.connect(tray.set_model)
+        tray.health_changed.connect(lambda health: self.setWindowIcon(kelvin_icon(health)))
         self.turns.mode_seen.connect(self.status.show_mode)
         self.turns.moved.connect(self._moved)
         self.turns.setting_changed.connect(self.browser.changed)
@@ -257,8 +262,13 @@ class MainWindow(QMainWindow):
     def _guard_state(self, words: str, reason: str, health: str, state: str) -> None:
         self.header.set_state(self.header.gpu_label, words, reason or None, health)
         if state != "off":
-            self.tray.set_state(state, reason)
+            self.tray.set_gpu_state(words, reason, health)
         self.status.show_mode()
+
+    def _model_state(self, _problem: str) -> None:
+        """Ollama came or went: the Setup panel looks again (the header and the tray already follow)."""
+        if self.setup_panel is not None:
+            self.setup_panel.refresh()
 
     def _raise(self) -> None:
         self.showNormal()

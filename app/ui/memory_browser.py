@@ -122,7 +122,7 @@ class MemoryBrowser(QObject):
         def stored(after) -> None:
             if project == self.project:
                 self.view.edited(before, after)
-            self.changed("Edited; saved")
+            self.changed("Edited and saved")
 
         self.pools.run(self.pools.memory, lambda report: memory.edit(before.id, text, project), returned=stored,
                        errored=lambda exc: self.view.count.setText(f"Not edited: {exc}"))
@@ -173,5 +173,5 @@ class MemoryBrowser(QObject):
                        errored=lambda exc: self.view.settings.count.setText(f"Not unset: {exc}"))
 
     def changed(self, said: str) -> None:
-        self.said.emit(f"{said} (journal, index and Markdown)")
+        self.said.emit(said)
         self.settings()

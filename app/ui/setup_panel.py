@@ -21,6 +21,7 @@ from app.services import doctor, setup
 from app.services.doctor import FAIL, INFO, OK, WARN, Check
 from app.services.setup import DataChoice, Findings, PullState
 from app.config import ConfigError
+from app.ui.words import plain_words
 from app.ui.worker import Pools, Worker
 
 log = logging.getLogger("kelvin.ui.setup")
@@ -31,7 +32,7 @@ _ROW_OF = {"Ollama": "ollama", "models": "chat", "chat model": "chat", "embedder
            "data folder": "data"}
 GLYPHS = {OK: "✓", WARN: "!", FAIL: "✕", INFO: "i", "": "·"}
 INSTALL_URL = "https://ollama.com/download"
-RECALL = "Until then Kelvin answers from memory (recall mode)."
+RECALL = "Until then Kelvin answers from memory alone (Memory only, in the mode box)."
 NO_GPU = "No NVIDIA GPU found: the VRAM guard is off; Kelvin works normally."
 RECHECK_MS = 2000  # after "Start Ollama", look again this often …
 START_CHECKS = 8   # … this many times before saying it did not come up
@@ -219,7 +220,7 @@ class SetupPanel(QWidget):
         self._show_data(found["data"])
         blocking = doctor.blocking(findings.checks)
         if blocking:
-            self.summary.setText(f"Kelvin can answer from memory now (recall mode). For answers from the model, "
+            self.summary.setText(f"Kelvin can answer from memory now (Memory only). For answers from the model, "
                                  f"fix what is marked {GLYPHS[FAIL]} below.")
         elif any(c.status in (WARN, FAIL) for c in findings.checks):
             self.summary.setText(f"Kelvin is ready. What is marked {GLYPHS[WARN]} only limits it.")
@@ -239,19 +240,19 @@ class SetupPanel(QWidget):
         if self._starts_left:
             self._starts_left -= 1
             if self._starts_left:
-                row.show_status(FAIL, plain, "Starting Ollama … Kelvin looks again in a moment.", c.detail)
+                row.show_status(FAIL, plain, "Starting Ollama … Kelvin looks again in a moment.")
                 self._recheck.start()
                 return
-            row.show_status(FAIL, plain, "Ollama did not come up. Start it by hand (open the Ollama app, or run "
-                            "`ollama serve` in a terminal) and press Check again.", c.detail)
+            row.show_status(FAIL, plain, "Ollama did not come up. Start it by hand (open the Ollama app, or start "
+                            "Ollama the way you installed it); Kelvin sees it within a second.")
         elif binary and local:
-            row.show_status(FAIL, plain, f"Start Ollama runs `ollama serve` in the background. {RECALL}", c.detail)
+            row.show_status(FAIL, plain, f"Start Ollama starts it in the background, on this computer. {RECALL}")
         elif not binary and local:
-            row.show_status(FAIL, plain, f"Ollama is not installed on this computer. Get it from {INSTALL_URL}, "
-                            f"open it, then press Check again. {RECALL}", c.detail)
+            row.show_status(FAIL, plain, f"Ollama is not installed on this computer. Get it from {INSTALL_URL} and "
+                            f"open it; Kelvin sees it within a second. {RECALL}")
         else:
-            row.show_status(FAIL, plain, f"Kelvin talks to Ollama at {self.settings.ollama_host}: start it there, "
-                            f"or point KELVIN_OLLAMA_HOST at a running Ollama. {RECALL}", c.detail)
+            row.show_status(FAIL, plain, f"Kelvin talks to Ollama at {self.settings.ollama_host}: start it on that "
+                            f"computer; Kelvin sees it within a second. {RECALL}")
         if binary and local:
             row.offer("Start Ollama", lambda: self.start_ollama(binary))
         else:
@@ -262,12 +263,12 @@ class SetupPanel(QWidget):
             return
         outcome = self._outcome.get(row.key, "")
         if c.pull:
-            why = ("Kelvin answers from memory (recall mode) until it is here; pulling downloads it once "
+            why = ("Kelvin answers from memory alone (Memory only) until it is here; pulling downloads it once "
                    "(a few GB)." if row.key == "chat" else "Pulling it turns on search by meaning.")
-            row.show_status(c.status, c.detail, outcome or why, c.fix)
+            row.show_status(c.status, c.detail, outcome or why)
             row.offer(f"Pull {c.pull}", lambda: self.pull(c.pull))
         else:
-            row.show_status(c.status, c.detail, outcome or (c.fix if c.status != OK else ""))
+            row.show_status(c.status, plain_words(c.detail), outcome or (plain_words(c.fix) if c.status != OK else ""))
             row.offer()
 
     def _show_gpu(self, c: Check) -> None:
@@ -278,7 +279,7 @@ class SetupPanel(QWidget):
 
     def _show_data(self, c: Check) -> None:
         row = self.rows["data"]
-        row.show_status(c.status, c.detail, self._data_note or (c.fix if c.status != OK else ""))
+        row.show_status(c.status, c.detail, self._data_note or (plain_words(c.fix) if c.status != OK else ""))
         row.offer("Choose…", self.choose_data_folder)
 
     # ---- fixing: Ollama ------------------------------------------------------------------------
@@ -392,9 +393,10 @@ class SetupPanel(QWidget):
         if choice.check.status == FAIL:
             row.say(f"{choice.check.detail}. Choose another folder.")
             return
-        self._data_note = f"Saved in {choice.saved}: Kelvin keeps its memory in {path} after a restart."
+        self._data_note = f"Saved: Kelvin keeps its memory in {path} after a restart."
         if choice.override:
-            self._data_note += f" {choice.override} is set, though, and wins over kelvin.toml: unset it first."
+            self._data_note += (" This Kelvin was started with another data folder set for it from outside the "
+                                 "window, which wins until Kelvin is started without it.")
         row.say(self._data_note)
         self.settings_changed.emit(replace(self.settings, data_dir=path))
 

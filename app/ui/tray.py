@@ -1,28 +1,15 @@
-"""The tray icon: its colour is the VRAM guard's state; its menu shows the window, frees the VRAM,
-quits; its balloons carry Kelvin's notifications. Where the desktop has no tray (or the tray
-cannot show messages), notifications go to the window's banner instead."""
+"""The tray icon: Kelvin's thermometer, its column in the colour of Kelvin's state (the worst of the
+model's and the VRAM guard's: app.ui.icon); its tooltip says both in words; its menu shows the
+window, frees the VRAM, writes the brief, quits; its balloons carry Kelvin's notifications where the
+window is not in front. Where the desktop has no tray (or the tray cannot show messages),
+notifications go to the window's banner instead."""
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QIcon, QPainter, QPixmap
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-STATE_COLOURS = {"normal": "#7fc98a", "yielding": "#f0b43c", "yielded": "#e07a2f", "recovering": "#f0b43c",
-                 "off": "#6b717c"}
-
-
-def state_icon(state: str) -> QIcon:
-    pix = QPixmap(64, 64)
-    pix.fill(Qt.GlobalColor.transparent)
-    p = QPainter(pix)
-    p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    p.setBrush(QColor("#1e2024"))
-    p.setPen(Qt.PenStyle.NoPen)
-    p.drawRoundedRect(2, 2, 60, 60, 14, 14)
-    p.setBrush(QColor(STATE_COLOURS.get(state, "#6b717c")))
-    p.drawEllipse(14, 14, 36, 36)
-    p.end()
-    return QIcon(pix)
+from app.ui.icon import kelvin_icon, worst
 
 
 class Tray(QObject):
@@ -31,11 +18,12 @@ class Tray(QObject):
     end_of_day = Signal()
     quit = Signal()
     keep_running_changed = Signal(bool)  # closing the window leaves Kelvin in the tray
+    health_changed = Signal(str)  # the icon's state now: "ok", "warn", "bad" or "" (the window's icon follows)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.available = QSystemTrayIcon.isSystemTrayAvailable()
-        self.icon = QSystemTrayIcon(state_icon("off"), self)
+        self.icon = QSystemTrayIcon(kelvin_icon(""), self)
         self.icon.setToolTip("Kelvin")
         menu = QMenu()
         for text, signal in (("Show Kelvin", self.show_window), ("Free VRAM now", self.free_now),
@@ -52,9 +40,12 @@ class Tray(QObject):
         self.icon.setContextMenu(menu)
         self.icon.activated.connect(lambda reason: self.show_window.emit()
                                     if reason == QSystemTrayIcon.ActivationReason.Trigger else None)
-        self.state = "off"
+        self.health = ""
         self.project = ""
-        self.gpu = ""  # what the tooltip says of the GPU
+        self.model = ""  # what the tooltip says of Ollama and the model
+        self.model_health = ""
+        self.gpu = ""  # … and of the GPU
+        self.gpu_health = ""
         if self.available:
             self.icon.show()
 
@@ -62,27 +53,36 @@ class Tray(QObject):
     def can_notify(self) -> bool:
         return self.available and self.icon.isVisible() and QSystemTrayIcon.supportsMessages()
 
-    def set_state(self, state: str, reason: str = "") -> None:
-        self.state = state
-        self.icon.setIcon(state_icon(state))
-        self.gpu = f"GPU: {state}" + (f" — {reason}" if reason else "")
-        self._tooltip()
+    def set_model(self, words: str, tip: str, health: str) -> None:
+        """Ollama and the chat model, as the header says them."""
+        self.model, self.model_health = words + (f" — {tip}" if health != "ok" and tip else ""), health
+        self._show()
+
+    def set_gpu_state(self, words: str, reason: str, health: str) -> None:
+        """The VRAM guard's state, in the header's words."""
+        self.gpu, self.gpu_health = words + (f" — {reason}" if reason else ""), health
+        self._show()
 
     def set_project(self, name: str) -> None:
         self.project = name
-        self._tooltip()
+        self._show()
 
     def set_gpu(self, watched: bool, why: str = "") -> None:
         """Without a GPU to watch, the GPU action says why instead of silently doing nothing."""
         self.free_action.setEnabled(watched)
         self.free_action.setText("Free VRAM now" if watched else "Free VRAM now — no NVIDIA GPU to free")
         if not watched:
-            self.icon.setIcon(state_icon("off"))
-            self.gpu = f"GPU: not watched ({why})" if why else "GPU: not watched"
-            self._tooltip()
+            self.gpu, self.gpu_health = (f"GPU: not watched ({why})" if why else "GPU: not watched"), ""
+            self._show()
 
-    def _tooltip(self) -> None:
-        self.icon.setToolTip("\n".join(x for x in (f"Kelvin — {self.project}" if self.project else "Kelvin", self.gpu) if x))
+    def _show(self) -> None:
+        health = worst(self.model_health, self.gpu_health)
+        if health != self.health:
+            self.health = health
+            self.icon.setIcon(kelvin_icon(health))
+            self.health_changed.emit(health)
+        lines = [f"Kelvin — {self.project}" if self.project else "Kelvin", self.model, self.gpu]
+        self.icon.setToolTip("\n".join(x for x in lines if x))
 
     def notify(self, title: str, text: str) -> bool:
         """True if the tray showed it; False: the caller shows it in the window."""

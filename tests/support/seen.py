@@ -36,3 +36,35 @@ def has_colour(widget, colour: str, tolerance: int = 30, at_least: int = 4) -> b
     px = pixels(widget).astype(np.int16)
     want = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
     return int((np.abs(px - want).sum(axis=2) <= tolerance).sum()) >= at_least
+
+
+def words_shown(window, also=()) -> list[str]:
+    """Every piece of text the window shows or would show on hover: its title, labels, buttons, boxes
+    and their items, tooltips, the transcript, list and table cells (display and tooltip), the
+    tray's tooltip and menu — visible or one click away."""
+    from PySide6.QtCore import QModelIndex, Qt
+    from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QComboBox, QLabel, QLineEdit, QListWidget,
+                                   QTextBrowser, QWidget)
+
+    texts = [window.windowTitle(), window.statusBar().currentMessage(), *also]
+    for widget in window.findChildren(QWidget):
+        texts += [widget.toolTip(), widget.statusTip(), widget.whatsThis()]
+        if isinstance(widget, (QLabel, QLineEdit, QAbstractButton)):
+            texts.append(widget.text())
+        if isinstance(widget, QLineEdit):
+            texts.append(widget.placeholderText())
+        if isinstance(widget, QTextBrowser):
+            texts.append(widget.toPlainText())
+        if isinstance(widget, QComboBox):
+            texts += [widget.itemText(i) for i in range(widget.count())]
+        if isinstance(widget, QAbstractItemView) and widget.model() is not None:
+            m, root = widget.model(), QModelIndex()
+            columns = 1 if isinstance(widget, QListWidget) else m.columnCount(root)
+            for r in range(min(m.rowCount(root), 50)):
+                for c in range(columns):
+                    for role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+                        texts.append(str(m.index(r, c).data(role) or ""))
+    tray = getattr(window, "tray", None)
+    if tray is not None:
+        texts += [tray.icon.toolTip(), *[a.text() for a in tray._menu.actions()]]
+    return [t for t in texts if t]
