@@ -26,6 +26,7 @@ from app.core.highlight import spans
 from app.ui.flow_layout import FlowLayout
 from app.ui.markdown import render, stripped
 from app.ui.settings_view import SettingsPanel
+from app.ui.words import reply_end
 
 PAGE = 100
 SEARCH_MS = 250
@@ -53,6 +54,12 @@ def marked(text: str, query: str) -> str:
         out += [escape(text[at:start]), f'<b style="color:#e0914f">{escape(text[start:end])}</b>']
         at = end
     return "".join(out) + escape(text[at:]) if out else ""
+
+
+def shown_text(m) -> str:
+    """A message in the list: readable words, not Markdown's marks; a stopped reply's end in words."""
+    text, end = reply_end(m.text) if m.status in ("cancelled", "cut", "failed") else (m.text, "")
+    return stripped(text) + (f" ({end})" if end else "")
 
 
 def day_start_ms(day: QDate) -> int:
@@ -149,7 +156,7 @@ class MessagesModel(QAbstractTableModel):
             return mid
         if role == MarkedRole:
             m = self.cache.get(mid)
-            return marked(stripped(m.text)[:PREVIEW_CHARS], self.searched) if m is not None and self.searched else ""
+            return marked(shown_text(m)[:PREVIEW_CHARS], self.searched) if m is not None and self.searched else ""
         if role == Qt.ItemDataRole.EditRole and index.column() == TEXT_COLUMN:
             m = self.cache.get(mid)
             return m.text if m is not None else None
@@ -164,7 +171,7 @@ class MessagesModel(QAbstractTableModel):
             return "…"
         if role == Qt.ItemDataRole.ToolTipRole:  # what a narrow table leaves out, and the whole text
             about = " · ".join(x for x in (m.tags.domain, m.tags.engine) if x)
-            return f"{about}\n\n{m.text[:2000]}"
+            return f"<p>{escape(about)}</p><p>{escape(shown_text(m)[:1200])}</p>"  # rich text: it wraps
         col = index.column()
         if col == 0:
             return as_read(m.ts_ms)  # "Tue 10:42", "yesterday 18:05": never an ISO stamp
@@ -174,7 +181,7 @@ class MessagesModel(QAbstractTableModel):
             return m.tags.domain
         if col == 3:
             return m.tags.engine or ""
-        return stripped(m.text)[:PREVIEW_CHARS]  # readable words, not Markdown's marks
+        return shown_text(m)[:PREVIEW_CHARS]
 
 
 class _TextEditor(QPlainTextEdit):
@@ -408,7 +415,8 @@ class MemoryView(QWidget):
             return
         who = "You" if m.role == "user" else ("Kelvin" if m.role == "assistant" else m.role)
         about = " · ".join(x for x in (as_read(m.ts_ms), who, m.tags.domain, m.tags.engine) if x)
-        body, _ = render(m.text)
+        text, end = reply_end(m.text) if m.status in ("cancelled", "cut", "failed") else (m.text, "")
+        body, _ = render(text + (f"\n\n*({end})*" if end else ""))
         self.preview.setHtml(f'<p class="about">{escape(about)}</p>{body}')
 
     def selected_messages(self) -> list:

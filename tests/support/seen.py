@@ -44,14 +44,14 @@ def words_shown(window, also=()) -> list[str]:
     tray's tooltip and menu — visible or one click away."""
     from PySide6.QtCore import QModelIndex, Qt
     from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QComboBox, QLabel, QLineEdit, QListWidget,
-                                   QTextBrowser, QWidget)
+                                   QPlainTextEdit, QTextBrowser, QWidget)
 
     texts = [window.windowTitle(), window.statusBar().currentMessage(), *also]
     for widget in window.findChildren(QWidget):
         texts += [widget.toolTip(), widget.statusTip(), widget.whatsThis()]
         if isinstance(widget, (QLabel, QLineEdit, QAbstractButton)):
             texts.append(widget.text())
-        if isinstance(widget, QLineEdit):
+        if isinstance(widget, (QLineEdit, QPlainTextEdit)):
             texts.append(widget.placeholderText())
         if isinstance(widget, QTextBrowser):
             texts.append(widget.toPlainText())
