@@ -122,7 +122,8 @@ class BriefPresenter(QObject):
                 return builder.without_model(project, "the model went away while the brief was being written")
 
         def done(result) -> None:
-            self.notified.emit("Brief ready", f"The master brief of {result.project} is written.")
+            if project != ws.project or not self.view.isVisible():  # said once: the Brief view says it itself
+                self.notified.emit("Brief ready", f"The master brief of {result.project} is written.")
             if project != ws.project:
                 return
             self.view.show_brief(result.text, builder.archive(project))

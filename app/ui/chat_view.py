@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QCursor, QFont, QFontMetrics, QGuiApplication, QKeyEvent, QTextCursor, QTextDocument
+from PySide6.QtGui import (QCursor, QFont, QFontMetrics, QGuiApplication, QKeyEvent, QTextCursor, QTextDocument,
+                           QTextOption)
 from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QMenu, QPlainTextEdit, QPushButton, QTextBrowser, QToolButton,
                                QVBoxLayout, QWidget)
 
@@ -26,7 +27,7 @@ from app.core.answer_tables import find_tables, stacked
 from app.core.chips import ALREADY, IN_USE, SUGGESTED, Chip
 from app.core.dates import as_read, day_as_read
 from app.core.parameters import format_value
-from app.ui.markdown import plain, render, stripped
+from app.ui.markdown import ZWSP, plain, render, soft_breaks, stripped
 from app.ui.words import plain_words, reply_end
 
 TRANSCRIPT_CSS = """
@@ -62,7 +63,7 @@ RENDER_MS = 50
 
 LINE_CHARS = 96  # the longest line of the transcript at full screen, in average characters
 ANSWER_MARGIN_PX = 40  # .kelvin's right margin below
-TABLE_CELL_PX = 11  # a table cell's padding (4 a side) and border
+TABLE_CELL_PX = 12  # a table cell's padding (4 a side) and borders
 _REFIT_EVENTS = (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.FontChange, QEvent.Type.StyleChange,
                  QEvent.Type.ScreenChangeInternal, QEvent.Type.DevicePixelRatioChange)
 
@@ -83,7 +84,7 @@ class _Entry:
     who: str = ""  # another speaker than "You" (an imported conversation)
     copied: int = -1  # the code block just copied: its link says "Copied" for a moment
     unfolded: bool = False  # a long paste shown whole
-    stacked: frozenset = frozenset()  # its tables drawn as lists (too wide for the room there is)
+    stacked: frozenset = frozenset()  # its tables drawn as lists (too wide for the room); "edge": the rest kept inside
     table_needs: tuple = ()  # (the text measured, the least width of each of its tables without a broken word)
 
 
@@ -158,6 +159,19 @@ class Composer(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
+class Transcript(QTextBrowser):
+    """The transcript's browser: a copy of a selection leaves out the soft breaks Kelvin put in long
+    words (they are there to let a narrow view wrap, not to be pasted)."""
+
+    def createMimeDataFromSelection(self):  # noqa: N802
+        data = super().createMimeDataFromSelection()
+        if data.hasText():
+            data.setText(data.text().replace(ZWSP, ""))
+        if data.hasHtml():
+            data.setHtml(data.html().replace(ZWSP, ""))
+        return data
+
+
 class ChatView(QWidget):
     send = Signal(str)
     stop = Signal()
@@ -168,7 +182,11 @@ class ChatView(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._built = False  # style and font changes arrive while the view is made: nothing to fit yet
-        self.transcript = QTextBrowser(objectName="transcript")
+        self._rendering = False  # drawing now (a resize it causes must not draw again from inside it)
+        self.transcript = Transcript(objectName="transcript")
+        # lines break between words only (so a table's header never breaks mid-word); long runs without
+        # a space carry soft breaks (markdown.soft_breaks), so nothing is wider than the view
+        self.transcript.setWordWrapMode(QTextOption.WrapMode.WordWrap)
         self.transcript.setOpenLinks(False)  # links are shown, never followed on their own
         self.transcript.setOpenExternalLinks(False)
         self.transcript.anchorClicked.connect(self._anchor)
@@ -357,7 +375,8 @@ class ChatView(QWidget):
             for r, row in enumerate(rows):
                 fm = bold_fm if r == 0 else plain_fm
                 for c, cell in enumerate(row):
-                    word = max((fm.horizontalAdvance(w) for w in stripped(cell).split()), default=0)
+                    word = max((fm.horizontalAdvance(part) for w in stripped(cell).split()
+                                for part in soft_breaks(w).split(ZWSP)), default=0)
                     widths += [0] * (c + 1 - len(widths))
                     widths[c] = max(widths[c], word)
             needs.append(sum(widths) + len(widths) * TABLE_CELL_PX + 2)
@@ -365,14 +384,22 @@ class ChatView(QWidget):
         return needs
 
     def _stack_of(self, e: _Entry) -> frozenset:
+        """Which of the entry's tables are drawn as lists (too wide for the room), and — "edge" — whether
+        the tables that stay must be kept inside the view's edge (no margin beside the text there: Qt
+        may draw a table as wide as the room one pixel past it)."""
         if e.role != "assistant" or "|" not in e.text:
             return frozenset()
         room = self._table_room()
-        return frozenset(n for n, need in enumerate(self._needs(e)) if need > room)
+        lists = frozenset(n for n, need in enumerate(self._needs(e)) if need > room)
+        edge = self.transcript.document().rootFrame().frameFormat().rightMargin() < 2
+        return lists | {"edge"} if edge and len(lists) < len(self._needs(e)) else lists
 
     def _restack(self) -> None:
         """The room changed: a table that no longer fits becomes a list (and back), so that no header
         breaks mid-word; the answers whose tables changed are drawn again."""
+        if self._rendering:  # a resize that drawing itself caused (a scroll bar came): once it is done
+            QTimer.singleShot(0, self, self._restack)
+            return
         first = next((i for i, e in enumerate(self.entries) if self._stack_of(e) != e.stacked), None)
         if first is not None:
             self._render(first)
@@ -545,7 +572,7 @@ class ChatView(QWidget):
         return '<div class="chips"><p class="chiphead">Settings in this turn</p>' + "".join(lines) + "</div>"
 
     def _html(self, i: int, e: _Entry) -> str:
-        return self._above(i, e) + self._body(i, e)
+        return soft_breaks(self._above(i, e) + self._body(i, e))
 
     def _above(self, i: int, e: _Entry) -> str:
         """What stands above an entry: the link to earlier messages (above the first), the day (above
@@ -575,9 +602,12 @@ class ChatView(QWidget):
         if e.role == "notice":
             return f'<p class="notice">{plain(e.text)}</p>'
         e.stacked = self._stack_of(e)
-        text = stacked(e.text, set(e.stacked)) if e.stacked else e.text
+        lists = {n for n in e.stacked if n != "edge"}
+        text = stacked(e.text, lists) if lists else e.text
         text, end = reply_end(text) if e.status in ("cancelled", "cut", "failed") else (text, "")
         body, e.blocks = render(text or ("…" if e.status == "streaming" else ""), prefix=f"{i}.")
+        if "edge" in e.stacked:
+            body = body.replace('<table border="1"', '<table width="99%" border="1"')
         if 0 <= e.copied < len(e.blocks):
             body = body.replace(f'href="copy:{i}.{e.copied}">Copy</a>', f'href="copy:{i}.{e.copied}">Copied ✓</a>')
         tag = f" · {end}" if end else {"streaming": " · writing …", "cancelled": " · stopped", "cut": " · cut off",
@@ -592,6 +622,13 @@ class ChatView(QWidget):
 
     def _render(self, first: int = 0) -> None:
         """Draw the entries from ``first`` to the end; those above it stay as they are."""
+        self._rendering = True
+        try:
+            self._draw(first)
+        finally:
+            self._rendering = False
+
+    def _draw(self, first: int) -> None:
         first = max(0, min(first, len(self._starts)))
         bar = self.transcript.verticalScrollBar()
         at_end = self._at_end

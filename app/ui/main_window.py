@@ -100,6 +100,7 @@ class MainWindow(QMainWindow):
         if self.state.value("on_top", False, type=bool):
             self.header.on_top.setChecked(True)
         self.show_view(self.state.value("view", 0, type=int))
+        self._focus_work()  # the view the window opens on: the cursor where its work is
         self.status.show_mode()
 
     def _wire(self) -> None:

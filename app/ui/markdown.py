@@ -65,8 +65,27 @@ def render(text: str, prefix: str = "") -> tuple[str, list[str]]:
     body = md.renderer.render(tokens, md.options, {})
     n = iter(range(len(blocks)))
     body = _PRE.sub(lambda m: f'<p class="copy"><a href="copy:{prefix}{next(n)}">Copy</a></p><pre>', body)
-    body = body.replace("<table>", '<table border="1" cellspacing="0" cellpadding="4">')  # Qt draws these borders
+    # Qt draws these borders; collapsed, a table as wide as the room ends inside it (not 1 px past it)
+    body = body.replace("<table>", '<table border="1" cellspacing="0" cellpadding="4" style="border-collapse: collapse">')
     return body, blocks
+
+
+_TAG = re.compile(r"(<[^>]*>)")
+_LONG_RUN = re.compile(r"[^\s<>&]{%d,}" % 28)
+_BREAK_AFTER = re.compile(r"([/\\_.\-=,:;|)\]}])(?=[^\s])")
+ZWSP = "\u200b"
+
+
+def soft_breaks(html_text: str) -> str:
+    """The HTML with a place to break in every long run of text without a space (a path, a URL, a long
+    identifier in code): after its separators, or every 20 characters where it has none. A view that
+    breaks lines only between words (so a table's header never breaks mid-word) can still fit a
+    narrow width. The places are zero-width spaces: nothing shows, and a copy leaves them out."""
+    def run(m: re.Match) -> str:
+        text = _BREAK_AFTER.sub(lambda s: s.group(1) + ZWSP, m.group(0))
+        return re.sub(r"([^\u200b]{20})(?=[^\u200b])", lambda s: s.group(1) + ZWSP, text)
+
+    return "".join(part if part.startswith("<") else _LONG_RUN.sub(run, part) for part in _TAG.split(html_text))
 
 
 def plain(text: str) -> str:

@@ -297,7 +297,8 @@ class MemoryView(QWidget):
         self.table.verticalHeader().hide()
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()  # fixed widths: sizing to contents would read every row
-        for col, width in enumerate((104, 56, 96, 74)):
+        when = self.table.fontMetrics().horizontalAdvance("yesterday 00:00") + 18  # the longest "when" it shows
+        for col, width in enumerate((when, 56, 96, 74)):
             self.table.setColumnWidth(col, width)
         header.setSectionResizeMode(TEXT_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setDefaultSectionSize(22)
