@@ -5,7 +5,6 @@ command line run as the artist would, beside it."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtWidgets import QApplication
 
 from app.cli import main as kelvin
 from tests.support.ollama_server import OllamaTestServer

@@ -9,8 +9,8 @@ import re
 import time
 
 import pytest
-from PySide6.QtGui import QGuiApplication, QTextTable
 from PySide6.QtCore import QUrl
+from PySide6.QtGui import QGuiApplication, QTextTable
 
 from tests.support.ollama_server import OllamaTestServer
 from tests.test_ui_window import window  # noqa: F401 — the fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from PySide6.QtGui import QImage
 
 from app.ui.icon import STATE_COLOURS

@@ -228,7 +228,7 @@ def compose_without_model(project: str, day: str, at: str, settings_md: str, sce
         scene = f"\n**{head.rstrip(':')}**" + ("".join(f"\n- {line}" for line in rest) if rest else "") + "\n"
     parts.append(f"## {SETTINGS_TITLE}\n\n_From the settings ledger._\n\n{settings_md}\n{scene}")
     parts.append("## Decided today\n\n" + ("\n".join(decided) if decided else "_Nothing decided today._") + "\n")
-    parts.append(f"## Today's messages by domain\n\n" + ("\n".join(day_lines) if day_lines else
+    parts.append("## Today's messages by domain\n\n" + ("\n".join(day_lines) if day_lines else
                                                             "_No messages today._\n") +
                  (f"\n_{messages} message{'s' if messages != 1 else ''} in all._\n" if messages else ""))
     return "\n".join(parts)

@@ -43,8 +43,17 @@ def words_shown(window, also=()) -> list[str]:
     and their items, tooltips, the transcript, list and table cells (display and tooltip), the
     tray's tooltip and menu — visible or one click away."""
     from PySide6.QtCore import QModelIndex, Qt
-    from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QComboBox, QLabel, QLineEdit, QListWidget,
-                                   QPlainTextEdit, QTextBrowser, QWidget)
+    from PySide6.QtWidgets import (
+        QAbstractButton,
+        QAbstractItemView,
+        QComboBox,
+        QLabel,
+        QLineEdit,
+        QListWidget,
+        QPlainTextEdit,
+        QTextBrowser,
+        QWidget,
+    )
 
     texts = [window.windowTitle(), window.statusBar().currentMessage(), *also]
     for widget in window.findChildren(QWidget):
