@@ -104,3 +104,18 @@ def test_without_a_model_the_brief_gives_what_it_can_and_says_the_summaries_come
         assert w.brief.status.text().startswith("Written from 3 messages")
     finally:
         srv.stop()
+
+
+def test_kelvins_icon_is_its_thermometer_with_the_state_as_its_colour(qtbot):
+    from app.ui.icon import kelvin_icon
+
+    glass = "#e8eaf0"
+    for size in (16, 22):
+        own = colours(kelvin_icon(None), size)
+        warm = [c for c in own if int(c[1:3], 16) > 220 and int(c[5:7], 16) < 150]  # the column's warm end
+        assert near(glass, own) and warm, own
+        for health, colour in STATE_COLOURS.items():
+            seen = colours(kelvin_icon(health), size)
+            assert near(glass, seen) and near(colour, seen), (size, health)
+            others = [c for h, c in STATE_COLOURS.items() if h != health]
+            assert not any(near(c, seen, 12) for c in others), (size, health)  # one state at a time
