@@ -1,11 +1,16 @@
 """What the window says about the model, the same everywhere within a second of it changing: whether
-Ollama answers and has the chat model — asked every second, on a worker of its own with a short
-timeout, so a hung Ollama never holds anything up — and the mode in use: the artist's choice, the
-VRAM guard's, or memory only while the model cannot answer. The header, the tray, the Setup panel
+Ollama answers and has the chat model, and the mode in use — the artist's choice, the VRAM guard's,
+or memory only while the model cannot answer.
+
+Every second Kelvin knocks at Ollama's port (a connection opened and closed at once, on the UI
+thread's event loop: no thread, no waiting); when the answer changes — Ollama came or went — and
+every tenth second otherwise, it asks Ollama itself (its version and whether it has the chat model)
+on a worker of its own with a short timeout, so a hung Ollama never holds anything up. The header, the tray, the Setup panel
 and the brief follow :attr:`StatusPresenter.ollama_changed` and :attr:`StatusPresenter.seen`."""
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QThreadPool, QTimer, QUrl, Signal
+from PySide6.QtNetwork import QAbstractSocket, QTcpSocket
 
 from app.ui.header import Header
 from app.ui.words import plain_words
@@ -17,7 +22,8 @@ MODES = (("gpu", "GPU"), ("cpu", "CPU"), ("recall", "Memory only"))
 NO_MODEL = 2
 OLLAMA_CHECK_MS = 1000  # Ollama coming or going is seen within a second
 PROBE_TIMEOUT_S = 2.0
-MODEL_EVERY = 10  # the chat model's presence is asked every tenth look (and whenever Ollama comes back)
+MODEL_EVERY = 10  # Ollama itself is asked every tenth second (and whenever its port answers otherwise)
+KNOCK_TIMEOUT_MS = 2000
 
 
 class StatusPresenter(QObject):
@@ -33,11 +39,18 @@ class StatusPresenter(QObject):
         for key, label in MODES:
             box.addItem(label, key)
         box.activated.connect(self.set_mode)
-        self.timer = QTimer(self, interval=OLLAMA_CHECK_MS, timeout=self.check_ollama)
+        self.timer = QTimer(self, interval=OLLAMA_CHECK_MS, timeout=self._knock)
+        self._socket = QTcpSocket(self)
+        self._socket.connected.connect(lambda: self._answered(True))
+        self._socket.errorOccurred.connect(lambda _error: self._answered(False))
+        self._knocked_ms = 0
+        self._ticks = 0
+        self._port_open: bool | None = None
         self._pool = QThreadPool(self)  # its own thread: a probe never waits behind a search or a pull
         self._pool.setMaxThreadCount(1)
         self._probe = None  # the backend the probes use (a short timeout), made on the first look
         self._looking = False
+        self._again = False
         self._looks = 0
         self._last: tuple = ()
         workspace.attached.connect(self._attached)
@@ -48,15 +61,43 @@ class StatusPresenter(QObject):
 
     def stop(self) -> None:
         self.timer.stop()
+        self._socket.abort()
         self._pool.waitForDone(int(PROBE_TIMEOUT_S * 1000) + 1000)
         if self._probe is not None:
             self._probe.close()
             self._probe = None
 
     # ---- the model -----------------------------------------------------------------------------------
+    def _knock(self) -> None:
+        """A tick: knock at Ollama's port; every tenth, ask Ollama itself."""
+        c = self.workspace.conversation
+        if c is None:
+            return
+        self._ticks += 1
+        if self._ticks % MODEL_EVERY == 0:
+            self.check_ollama()
+        state = self._socket.state()
+        if state != QAbstractSocket.SocketState.UnconnectedState:
+            if self._ticks * OLLAMA_CHECK_MS - self._knocked_ms >= KNOCK_TIMEOUT_MS:
+                self._socket.abort()  # no answer at all: as good as gone
+                self._answered(False)
+            return
+        url = QUrl(c.backend.host if "://" in c.backend.host else f"http://{c.backend.host}")
+        self._knocked_ms = self._ticks * OLLAMA_CHECK_MS
+        self._socket.connectToHost(url.host(), url.port(11434))
+
+    def _answered(self, open_: bool) -> None:
+        self._socket.abort()
+        if open_ != self._port_open:
+            self._port_open = open_
+            self.check_ollama()  # it came or went: Ollama itself says what the header shows
+
     def check_ollama(self) -> None:
         ws = self.workspace
-        if ws.services is None or self._looking:
+        if ws.services is None:
+            return
+        if self._looking:  # asked again while a look is out: one more once it is back
+            self._again = True
             return
         c = ws.conversation
         if self._probe is None:
@@ -85,9 +126,15 @@ class StatusPresenter(QObject):
 
         w = Worker(look)
         w.signals.returned.connect(self._seen)
-        w.signals.finished.connect(lambda: setattr(self, "_looking", False))
+        w.signals.finished.connect(self._looked)
         self._looking = True
         ws.pools.start(self._pool, w)
+
+    def _looked(self) -> None:
+        self._looking = False
+        if self._again and self.timer.isActive():
+            self._again = False
+            self.check_ollama()
 
     def _seen(self, r: tuple) -> None:
         if r == self._last:
