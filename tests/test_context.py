@@ -182,8 +182,9 @@ def test_recall_answer_quotes_sources_with_dates_and_no_internal_ids():
                          messages=(m,))
     assert text.startswith("_Recall mode._")
     assert "- Octane GI clamp = 10" in text and "Client hates noise" in text and "k_9" not in text
-    assert "> We settled on GI clamp 10" in text and "lighting.md" in text and "m_4" not in text  # no internal ids
-    assert "2025-11-22" in text or "2025-11-21" in text  # the message's date (local time)
+    assert "> We settled on GI clamp 10" in text and "m_4" not in text  # no internal ids
+    assert "(in the lighting notes)" in text and ".md" not in text  # where it is kept, in words
+    assert "22 Nov 2025" in text or "21 Nov 2025" in text  # the message's date (local time), as an artist reads it
 
 
 def test_recall_answer_says_so_when_nothing_matches():
