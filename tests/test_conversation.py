@@ -176,7 +176,7 @@ def test_no_server_means_recall_mode_with_sources(converse):
     assert "ollama serve" in result.text and "Answering from memory" in result.text
     assert "> Final call for the forest shot: Octane GI clamp 7.5" in result.text
     hit = result.recalled[0]
-    assert hit.id not in result.text and f"{hit.tags.domain}.md" in result.text  # the file, never an internal id
+    assert hit.id not in result.text and f"(in the {hit.tags.domain} notes)" in result.text  # where, never an id
     conv.memory.flush()
     stored = conv.memory.show(result.answer.id)
     assert stored.status == "recall" and stored.speaker == "Kelvin (from memory)"
