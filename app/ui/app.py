@@ -129,6 +129,9 @@ def desktop_problem() -> str:
 
 
 def main(settings) -> int:
+    from app.memory.project_lock import set_holder
+
+    set_holder("Kelvin's window")  # what a command waiting for a project's lock is told
     problem = desktop_problem()
     if problem:
         sys.stderr.write(f"kelvin: {problem}\n")

@@ -27,6 +27,7 @@ from app.ui.gpu_view import GpuView
 from app.ui.memory_browser import MemoryBrowser
 from app.ui.memory_view import MemoryView
 from app.ui.project_switcher import ProjectSwitcher
+from app.ui.project_watch import ProjectWatch
 from app.ui.tray import Tray
 from app.ui.worker import Pools, Worker
 
@@ -81,6 +82,9 @@ class MainWindow(QMainWindow):
         self._ollama_problem = ""  # why the model cannot answer now ("" when it can, or not known yet)
         self._reading = ""  # the project whose transcript is being read
         self._waiting: list[str] = []  # questions asked meanwhile
+        self.watch = ProjectWatch(self.pools, self)  # another Kelvin process wrote the project
+        self.watch.written.connect(self._written_elsewhere)
+        self._transcript_behind = False  # written elsewhere while a turn or the transcript was in flight
         self.setWindowTitle(f"Kelvin — {self.project}")
         self.setObjectName("kelvin")
 
@@ -419,6 +423,24 @@ class MainWindow(QMainWindow):
             self._load_brief()
         self._fill_projects()
         self._load_transcript(greet)
+        self.watch.follow(self.services.memory, name)
+
+    def _written_elsewhere(self, project: str) -> None:
+        """Something was written to the project (by a command in a terminal, the Blender add-on, an
+        import — or this window): the memory view and its Settings tab read it again if shown, and
+        the transcript takes the messages it does not show yet, where they belong."""
+        if project != self.project or self.services is None:
+            return
+        if self.views.currentWidget() is self.memory:
+            self.memory.refresh()
+        if self._turn is not None or self._reading:
+            self._transcript_behind = True  # once the turn has its ids (or the transcript is there)
+            return
+        self._transcript_behind = False
+        memory = self.services.memory
+        self.pools.run(self.pools.memory, lambda report: memory.list(project, limit=TRANSCRIPT_PAGE),
+                       returned=lambda msgs: self.chat.add_from_elsewhere(msgs) if project == self.project else None,
+                       errored=lambda exc: None)
 
     def _fill_projects(self) -> None:
         c, current = self.services.conversation, self.project
@@ -505,6 +527,8 @@ class MainWindow(QMainWindow):
                 return
             self._reading = ""
             self.chat.set_ready(True, READY)
+            if self._transcript_behind:
+                self._written_elsewhere(project)
             if self._waiting:  # asked (by the tray, a test, the self-test) while the transcript loaded
                 self.ask(self._waiting.pop(0))
 
@@ -557,8 +581,8 @@ class MainWindow(QMainWindow):
             self._waiting.append(text)
             return
         c, project = self.services.conversation, self.project
-        self.chat.add("user", text)
-        self.chat.add("assistant", "", "streaming")
+        asked = self.chat.add("user", text)
+        said = self.chat.add("assistant", "", "streaming")
         self.chat.set_busy(True)
         self.statusBar().showMessage("Kelvin is answering …")
         started = time.monotonic()
@@ -580,6 +604,9 @@ class MainWindow(QMainWindow):
             if project != self.project:
                 return  # the artist switched project meanwhile: the reply is stored in its own
             self.chat.finish(result.text, result.status, looked_at(result), result.error)
+            for entry, stored in ((asked, result.question), (said, result.answer)):
+                if stored is not None:  # the stored messages it shows: never shown twice when they are read back
+                    entry.message_id, entry.ts_ms = stored.id, stored.ts_ms
             self._find_chips(result, self.chat.entries[-1])
             if result.greeting:
                 self.chat.add("notice", result.greeting)
@@ -636,6 +663,8 @@ class MainWindow(QMainWindow):
     def _turn_over(self) -> None:
         self._turn = None
         self.chat.set_busy(False)
+        if self._transcript_behind:
+            self._written_elsewhere(self.project)
 
     def stop_reply(self) -> None:
         if self._turn is not None and self.services is not None:
@@ -756,6 +785,7 @@ class MainWindow(QMainWindow):
             return
         self.state.sync()
         self._ollama_timer.stop()
+        self.watch.stop()
         if self.services is not None:
             self.services.conversation.cancel()  # the partial reply is stored as stopped
         if self._brief_cancel is not None:
