@@ -164,18 +164,26 @@ class InUse:
         self._fh = fh
         return True
 
-    def exclusive(self) -> bool:
-        """Whether no other process has the project open (then this one holds it alone until
-        :meth:`release`)."""
-        self.release()
+    def take_over(self) -> "InUse | None":
+        """This process alone has the project open: the lock turned exclusive and handed back as its
+        own object (held until its release(); this one holds nothing any more, so closing the store
+        does not let go of it), or None when another process has the project open."""
         if os.name == "nt":  # no shared locks there; Windows itself refuses to move a folder in use
-            return True
-        fh = open_lockfile(self.path)
-        if not _try(fh):
-            fh.close()
-            return False
-        self._fh = fh
-        return True
+            self.release()
+            return InUse(self.path)
+        fh, own = (self._fh, True) if self._fh is not None else (open_lockfile(self.path), False)
+        if not _try(fh):  # flock turns this file's shared lock exclusive, or fails (and may drop it)
+            if own:
+                self._fh = None
+                fh.close()
+                self.share()
+            else:
+                fh.close()
+            return None
+        self._fh = None
+        held = InUse(self.path)
+        held._fh = fh
+        return held
 
     def release(self) -> None:
         if self._fh is not None:

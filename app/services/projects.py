@@ -125,11 +125,12 @@ class Projects:
         self.memory.open(old)
         with self._lock:
             data = self._read(src.folder)
-            self.memory.release(old)
-            if not src.in_use.exclusive():  # never move a folder another Kelvin has open
+            held = src.in_use.take_over()  # never move a folder another Kelvin has open
+            if held is None:
                 raise StoreLocked(f"the project {old!r} is open in another Kelvin process (the window, a chat or "
                                   "a command); close it there first, then rename it")
             try:
+                self.memory.release(old)
                 if dst_folder.resolve() != src.folder.resolve():
                     try:
                         src.folder.rename(dst_folder)
@@ -137,7 +138,7 @@ class Projects:
                         raise RecordError(f"cannot rename the project folder: {exc.strerror or exc} "
                                           "(is it open in another program?)") from None
             finally:
-                src.in_use.release()
+                held.release()
             data["name"] = new
             data.setdefault("created_ms", now_ms())
             former = data.get("former_names")
