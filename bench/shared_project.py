@@ -9,11 +9,14 @@
    process committing as many alone: per-commit time, the time spent waiting for another process's
    write (``ProjectStore.lock_waited_s``), and that every message landed exactly once.
 3. **The window catching up** — a real MainWindow (offscreen) on the project while `kelvin settings
-   set` runs ``--settings`` times in another process: time from each process's exit to the window's
-   Settings table showing the value.
+   set` runs ``--settings`` times in another process: time from the write (its journal time) to the
+   window's Settings table showing the value.
+4. With ``--baseline-root DIR`` (a checkout from before the lock per write): one process committing
+   ``--commits`` messages one at a time, this checkout against that one, alternated, ``--rounds`` times
+   — what taking the lock and catching up costs a write when no one else writes.
 
     KELVIN_BLENDER_PYTHON=.venv-blender/bin/python .venv/bin/python bench/shared_project.py [--saves 10]
-        [--writers 4] [--commits 50] [--settings 10]
+        [--writers 4] [--commits 50] [--settings 10] [--baseline-root /path/to/older/checkout --rounds 3]
 
 Prints one JSON document (progress on stderr)."""
 from __future__ import annotations
@@ -131,11 +134,44 @@ def writers(tmp: Path, env: dict, k: int, commits: int) -> dict:
         ids = [e.data["id"] for e in events]
         times = [x for g in got for x in g["times"]]
         waits = [x for g in got for x in g["waits"]]
+        later = [x for g in got for x in g["waits"][1:]]  # each process's first write also opens the project
         out[label] = {"processes": procs, "commits": len(times), "wall_s": round(wall, 2),
                       "commits_per_s": round(len(times) / wall, 1), "commit_ms": summary(times),
-                      "lock_wait_ms": summary(waits), "journaled": len(ids), "distinct": len(set(ids))}
+                      "lock_wait_ms": summary(waits), "lock_wait_after_first_write_ms": summary(later),
+                      "first_write_ms": summary([g["times"][0] for g in got]),
+                      "journaled": len(ids), "distinct": len(set(ids))}
     out["ratio_commit_p50"] = round(out["concurrent"]["commit_ms"]["p50"] / max(out["alone"]["commit_ms"]["p50"], 1e-9), 2)
     return out
+
+
+ALONE = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+from app.config import load
+from app.services.memory import MemoryService
+svc = MemoryService(load({{"data_dir": {data!r}, "embedder": "none"}}))
+svc.commit("warm-up")[1].result()
+times = []
+for i in range({commits}):
+    t = time.perf_counter()
+    svc.commit(f"note {{i}}: Redshift unified samples {{i % 64}}")[1].result()
+    times.append(time.perf_counter() - t)
+svc.close()
+print("RESULT " + json.dumps(times))
+"""
+
+
+def against(tmp: Path, env: dict, baseline: Path, commits: int, rounds: int) -> dict:
+    times: dict[str, list[float]] = {"this": [], "baseline": []}
+    for r in range(rounds):
+        for label, root in (("this", ROOT), ("baseline", baseline)):
+            log(f"one writer, {label} ({root}), round {r + 1}")
+            script = ALONE.format(root=str(root), data=str(tmp / f"alone-{label}-{r}"), commits=commits)
+            times[label] += result(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                                  cwd=root, env={**env, "PYTHONPATH": str(root)}, timeout=1800))
+    return {"this_commit_ms": summary(times["this"]), "baseline_commit_ms": summary(times["baseline"]),
+            "ratio_p50": round(pct(times["this"], 0.5) / max(pct(times["baseline"], 0.5), 1e-9), 2),
+            "baseline_root": str(baseline)}
 
 
 def window(tmp: Path, env: dict, n: int) -> dict:
@@ -205,14 +241,19 @@ def main() -> int:
     ap.add_argument("--writers", type=int, default=4)
     ap.add_argument("--commits", type=int, default=50)
     ap.add_argument("--settings", type=int, default=10)
+    ap.add_argument("--baseline-root", type=Path, help="an older checkout to compare one writer's commits with")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kelvin-bench-shared-") as tmp_:
         tmp = Path(tmp_)
         env = {**os.environ, "KELVIN_DATA_DIR": str(tmp / "data"), "KELVIN_CONFIG_DIR": str(tmp / "cfg"),
                "KELVIN_EMBEDDER": "none", "KELVIN_OLLAMA_HOST": "http://127.0.0.1:9"}
-        doc = {"bench": "shared_project", "machine": machine_info(), "args": vars(args)}
+        doc = {"bench": "shared_project", "machine": machine_info(),
+               "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
         doc["blender_save"] = saves(tmp, env, args.saves)
         doc["lock"] = writers(tmp, env, args.writers, args.commits)
+        if args.baseline_root:
+            doc["one_writer"] = against(tmp, env, args.baseline_root.resolve(), args.commits, args.rounds)
         doc["window"] = window(tmp, env, args.settings)
     emit(doc)
     return 0

@@ -225,3 +225,16 @@ def test_an_eevee_scene_and_a_named_scene_send_only_what_is_in_use(blender, tmp_
     got = settings_json("--candidates")
     assert not any(engine == "cycles" for engine, _ in got)  # Cycles' settings are not in use
     assert got[("", "render_engine")]["value"] == "EEVEE" and got[("", "focal_length")]["value"] == 85
+
+
+def test_every_setting_is_shown_by_the_name_an_artist_reads():
+    kelvin("project", "create", "Forest")
+    data = _scene_json(settings=[{"engine": "", "parameter": "denoiser", "value": "oidn"},
+                                 {"engine": "", "parameter": "resolution_percentage", "value": 50}],
+                       extra=[{"name": "Denoising prefilter", "value": "Accurate"},
+                              {"name": "Denoising passes", "value": "Albedo and Normal"}])
+    kelvin("--project", "Forest", "scene", "import", "-", input=json.dumps(data))
+    shown = kelvin("--project", "Forest", "settings", "list", "--candidates").stdout
+    assert "Denoiser = OpenImageDenoise (set" in shown and "oidn" not in shown
+    assert "Denoising prefilter = Accurate (set" in shown and "Denoising passes = Albedo and Normal (set" in shown
+    assert "Resolution percentage = 50% (set" in shown

@@ -129,3 +129,37 @@ def test_the_window_stays_open_while_four_other_processes_write_its_project(qtbo
         seqs = [e.seq for e in events]
         assert seqs == sorted(set(seqs))  # no number twice, whoever wrote
         print(json.dumps({"window_caught_up_s": round(shown_after, 2)}))
+
+
+def test_the_window_shows_what_another_kelvin_wrote_and_never_sweeps_away_an_edit(qtbot, tmp_path, make_service):
+    with OllamaTestServer() as srv:
+        settings = load({"ollama_host": srv.host})
+        w = MainWindow(settings, QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+        qtbot.addWidget(w)
+        w.show()
+        qtbot.waitExposed(w)
+        w.attach(build_services(settings, gpu=False))
+        qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly(), timeout=20_000)
+        other = make_service()  # another Kelvin process on the same data folder (a terminal's)
+        said, fut = other.commit("From the terminal: Octane GI clamp 12 on the glass")
+        fut.result(timeout=30)
+        qtbot.waitUntil(lambda: any(e.message_id == said.id for e in w.chat.entries), timeout=10_000)
+        w.tabs.setCurrentIndex(w.views.indexOf(w.memory))
+        qtbot.waitUntil(lambda: said.id in w.memory.model.cache, timeout=10_000)  # listed, its row read
+        qtbot.waitUntil(lambda: w.pools.busy() == 0, timeout=10_000)
+        row = w.memory.model.row_of(said.id)
+        w.memory.table.edit(w.memory.model.index(row, 4))  # the artist is correcting this message
+        assert w.memory.table.state() == w.memory.table.State.EditingState
+        ids = list(w.memory.model.ids)
+        later, fut = other.commit("From the terminal: and the fog card at 0.02")
+        fut.result(timeout=30)
+        qtbot.waitUntil(lambda: any(e.message_id == later.id for e in w.chat.entries), timeout=10_000)
+        assert w.memory.table.state() == w.memory.table.State.EditingState and w.memory.model.ids == ids  # kept
+        from PySide6.QtWidgets import QPlainTextEdit
+
+        [editor] = [e for e in w.memory.table.findChildren(QPlainTextEdit) if e.isVisible()]
+        qtbot.keyClick(editor, Qt.Key.Key_Escape)  # the artist gives the edit up
+        qtbot.waitUntil(lambda: w.memory.table.state() != w.memory.table.State.EditingState, timeout=5_000)
+        third, fut = other.commit("From the terminal: third note")
+        fut.result(timeout=30)
+        qtbot.waitUntil(lambda: third.id in w.memory.model.ids and later.id in w.memory.model.ids, timeout=10_000)

@@ -187,6 +187,7 @@ class ProjectStore:
         self.lock_waited_s = 0.0  # how long the last write waited for another process's
         self.in_use = InUse(self.folder / "journal" / "IN-USE")  # shared while this process has it open
         self._opened = False  # the first write's checks (replay, rebuild, index) have run in this process
+        self._replayed_at_open = 0  # events the first write in this process replayed
         self._held = 0  # writing() nesting depth (a rebuild inside a write)
         self._sync = threading.RLock()  # this process's writer, and its readers catching up
         self._seen: tuple = ()  # the journal's end and projections.json as last caught up with
@@ -241,6 +242,8 @@ class ProjectStore:
         with self._sync:
             if not self._opened:
                 self.check_folders()
+                if self._index is None and self.exists():
+                    _ = self.index  # LanceDB's import and its tables opened (reads: 1-2 s) before the lock, not in it
             self.lock_waited_s = self.journal.lock(self.lock_wait_s if wait_s is None else wait_s)
             self._held = 1
             try:

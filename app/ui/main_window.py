@@ -15,9 +15,8 @@ import time
 
 from PySide6.QtCore import QCoreApplication, QObject, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QFontMetrics, QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMainWindow, QMenu, QStackedWidget, QTabBar,
-                               QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QLabel, QMainWindow, QMenu, QStackedWidget,
+                               QTabBar, QToolButton, QVBoxLayout, QWidget)
 
 from app.core.records import RecordError
 from app.core.vram import process_key, renderer_names
@@ -431,7 +430,9 @@ class MainWindow(QMainWindow):
         the transcript takes the messages it does not show yet, where they belong."""
         if project != self.project or self.services is None:
             return
-        if self.views.currentWidget() is self.memory:
+        editing = QAbstractItemView.State.EditingState  # a value being typed is never swept away by a re-read
+        if self.views.currentWidget() is self.memory and editing not in (self.memory.table.state(),
+                                                                        self.memory.settings.table.state()):
             self.memory.refresh()
         if self._turn is not None or self._reading:
             self._transcript_behind = True  # once the turn has its ids (or the transcript is there)
