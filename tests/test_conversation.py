@@ -406,6 +406,11 @@ def test_a_write_waits_for_another_kelvins_write_then_says_who_holds_the_project
         set_holder("")
     svc.commit("third")[1].result(timeout=30)  # the lock is free again: the next write goes through
     assert [m.text for m in svc.list(limit=0)] == ["first", "third"]
+    svc.lock_patience = 20  # the window's patience: it waits several periods for a long write elsewhere
+    holder.lock()
+    threading.Timer(1.0, holder.unlock).start()
+    svc.commit("fourth, asked during the other's long write")[1].result(timeout=30)
+    assert [m.text for m in svc.list(limit=0)][-1] == "fourth, asked during the other's long write"
 
 
 def test_a_failing_commit_is_reported_not_swallowed(server, converse):

@@ -125,6 +125,7 @@ class MemoryService:
         self.extractor = load_extractor(taxonomy)
         self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s)
         self.notices: list[str] = []  # expected problems to tell the artist once (embedder down, …)
+        self.lock_patience = 1  # lock_wait_s periods a write waits for another process (the window: more)
         self._stores: dict[str, ProjectStore] = {}
         self._stores_lock = threading.Lock()
         self._query_embed_down_until = 0.0
@@ -181,7 +182,17 @@ class MemoryService:
 
     # ---- writing -----------------------------------------------------------------------------------
     def _apply(self, project: str, items: list[tuple[str, dict]]) -> list:
-        return self.store(project).write(items)
+        """Write a commit group; while another Kelvin process's write goes on (an import of a big file),
+        wait for it ``lock_patience`` times ``lock_wait_s`` in all before giving up — the window waits
+        longer than a command, so a turn asked during a long import is never dropped."""
+        for attempt in range(max(1, self.lock_patience)):
+            try:
+                return self.store(project).write(items)
+            except StoreLocked as exc:
+                if attempt + 1 >= self.lock_patience:
+                    raise
+                log.info("waiting for another Kelvin process to finish writing %s: %s", project, exc)
+        raise AssertionError("unreachable")
 
     def commit(self, text: str, *, role: str = "user", speaker: str = "", conversation_id: str = "default",
                turn_id: str = "", project: str | None = None, ts_ms: int | None = None,
