@@ -75,6 +75,11 @@ class Config:
     blender_python: str = _opt("", "The Python that has Blender's bpy module (or a 'blender' executable) that "
                                "reads .blend files for 'kelvin scene'; empty: this Python if it has bpy, else "
                                "'blender' on the PATH.", "KELVIN_BLENDER_PYTHON")
+    usd_python: str = _opt("", "The Python that has Pixar's USD module (pip install usd-core) that reads .usd, .usda "
+                           "and .usdc files for 'kelvin scene'; empty: this Python if it has it.", "KELVIN_USD_PYTHON")
+    lock_wait_s: float = _opt(60.0, "Seconds a write waits while another Kelvin process (the window, a command, the "
+                              "Blender add-on) writes the same project, before it gives up and says who is writing.",
+                              "KELVIN_LOCK_WAIT_S")
     schema_version: int = _opt(SCHEMA_VERSION, "Version of this settings layout (for migrations).")
 
     # ---- derived -------------------------------------------------------------------------------
@@ -175,6 +180,8 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Config:
         raise ConfigError(f"gpu_interval_ms must be between 250 and 2000 (got {settings.gpu_interval_ms})")
     if settings.vram_margin_mb < 0 or settings.vram_reserve_mb < 0 or settings.vram_hold_s < 0:
         raise ConfigError("vram_margin_mb, vram_reserve_mb and vram_hold_s cannot be negative")
+    if not 0 <= settings.lock_wait_s <= 3600:
+        raise ConfigError(f"lock_wait_s must be between 0 and 3600 seconds (got {settings.lock_wait_s})")
     if settings.index_uri and "{project}" not in settings.index_uri:
         raise ConfigError(f"index_uri must hold {{project}} so that each project has its own index, e.g. "
                             f"'s3://studio/kelvin/{{project}}.lance' (got {settings.index_uri!r})")

@@ -191,14 +191,16 @@ def test_odd_project_names_stay_inside_the_data_folder(tmp_path):
     assert not (tmp_path / "escape").exists() and not (ROOT.parent / "escape").exists()
 
 
-def test_a_locked_project_is_reported(tmp_path):
+def test_a_locked_project_is_reported(tmp_path, monkeypatch):
     kelvin("memory", "remember", "first")
     folder = Path(json.loads(kelvin("memory", "stats", "--json").stdout)["folder"])
     holder = Journal(folder / "journal")
-    holder.open_for_write()  # another Kelvin holds the project
+    holder.open_for_write()  # another Kelvin in the middle of a write that goes on and on
+    monkeypatch.setenv("KELVIN_LOCK_WAIT_S", "1")
     try:
         proc = kelvin("memory", "remember", "second", check=False)
-        assert proc.returncode == 1 and "another Kelvin process" in proc.stderr
+        assert proc.returncode == 1 and "another Kelvin process (pid " in proc.stderr
+        assert "(waited 1 s); nothing was written" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
         # reading still works while it is held
         assert len(json.loads(kelvin("memory", "memories", "--json").stdout)) == 1
     finally:

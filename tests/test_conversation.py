@@ -371,15 +371,46 @@ def test_a_cancel_between_turns_does_not_stop_the_next_one(server, converse):
     assert conv.ask("still there?").status == "complete"
 
 
-def test_a_project_held_by_another_kelvin_is_refused_with_a_message(make_service, converse):
-    from app.memory.journal import StoreLocked
+def test_two_kelvins_on_one_project_both_write_and_each_reads_the_other(server, converse):
+    first = converse(server.host)
+    second = converse(server.host)  # a second Kelvin on the same data folder (a `kelvin chat` beside the window)
+    server.queue_reply("Noted: GI clamp 10.")
+    server.queue_reply("Noted: max samples 2048.")
+    one = first.ask("Octane: GI clamp 10 on the glass shot")
+    two = second.ask("Octane max samples 2048 for the glass shot")
+    for f in one.stored + two.stored:
+        f.result(timeout=30)
+    assert first.commit_problems == second.commit_problems == []
+    for conv in (first, second):  # each sees both turns, and both settings
+        texts = {m.text for m in conv.memory.list(conv.project, limit=0)}
+        assert {"Octane: GI clamp 10 on the glass shot", "Octane max samples 2048 for the glass shot"} <= texts
+        values = {c.entry.parameter: c.entry.value for c in conv.ledger.current(conv.project)}
+        assert values.get("gi_clamp") == 10 and values.get("max_samples") == 2048
 
-    first = converse()
-    other = make_service()  # a second Kelvin on the same data folder
-    with pytest.raises(StoreLocked, match="another Kelvin process"):
-        Conversation(other.settings, other, projects=None)
-    first.ask("still mine")  # the first one is unaffected
-    assert first.commit_problems == []
+
+def test_a_write_waits_for_another_kelvins_write_then_says_who_holds_the_project(make_service):
+    from app.memory.journal import Journal, StoreLocked
+    from app.memory.project_lock import set_holder
+
+    svc = make_service(lock_wait_s=0.3)
+    svc.commit("first")[1].result(timeout=30)
+    holder = Journal(svc.store().journal.folder)
+    set_holder("kelvin memory import big.jsonl")
+    holder.lock()  # another process in the middle of a long write
+    try:
+        with pytest.raises(StoreLocked, match=r"another Kelvin process \(pid \d+, kelvin memory import big.jsonl, "
+                                              r"for \d+ s\); nothing was written"):
+            svc.commit("second")[1].result(timeout=30)
+    finally:
+        holder.unlock()
+        set_holder("")
+    svc.commit("third")[1].result(timeout=30)  # the lock is free again: the next write goes through
+    assert [m.text for m in svc.list(limit=0)] == ["first", "third"]
+    svc.lock_patience = 20  # the window's patience: it waits several periods for a long write elsewhere
+    holder.lock()
+    threading.Timer(1.0, holder.unlock).start()
+    svc.commit("fourth, asked during the other's long write")[1].result(timeout=30)
+    assert [m.text for m in svc.list(limit=0)][-1] == "fourth, asked during the other's long write"
 
 
 def test_a_failing_commit_is_reported_not_swallowed(server, converse):
@@ -390,7 +421,7 @@ def test_a_failing_commit_is_reported_not_swallowed(server, converse):
         stored.result(timeout=10)
     assert conv.commit_problems == []
     conv.memory.release(conv.project)  # the project's files go away under the loop (like a lost drive)
-    conv.memory.store(conv.project).journal.open_for_write = _refuse  # type: ignore[method-assign]
+    conv.memory.store(conv.project).journal.lock = _refuse  # type: ignore[method-assign]
     server.queue_reply("ok again")
     result = conv.ask("after")
     with pytest.raises(OSError):
@@ -398,7 +429,7 @@ def test_a_failing_commit_is_reported_not_swallowed(server, converse):
     assert any("could not be stored" in p for p in conv.commit_problems)
 
 
-def _refuse(**_):
+def _refuse(*_, **__):
     raise OSError(28, "No space left on device")
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from app.core.records import RecordError, parse_ts
+from app.core.records import RecordError, now_ms, parse_ts
 from app.memory.index import Filters
 from app.memory.journal import Journal
 from app.memory.store import Projections
@@ -22,10 +22,14 @@ def _ids(hits):
 
 
 def test_commit_returns_at_once_then_is_searchable_by_exact_string(service):
+    # one millisecond apart: messages said in the same millisecond are in id order (random), and the
+    # one after carries the other's words as its context, which would decide the ranking by chance
+    t = now_ms()
     msg, fut = service.commit("Octane: set GI clamp to 10, the fireflies on the chrome are gone", role="user",
-                              speaker="Mara", conversation_id="c1", turn_id="t1")
-    service.commit("We tried GI clamp 25 this morning, too many fireflies", conversation_id="c1")
-    service.commit("maxsubdivs 4 keeps the displacement under control", role="assistant", conversation_id="c1")
+                              speaker="Mara", conversation_id="c1", turn_id="t1", ts_ms=t)
+    service.commit("We tried GI clamp 25 this morning, too many fireflies", conversation_id="c1", ts_ms=t - 1)
+    service.commit("maxsubdivs 4 keeps the displacement under control", role="assistant", conversation_id="c1",
+                   ts_ms=t + 1)
     fut.result(timeout=30)
     service.flush()
     hits = service.search("GI clamp 10", k=3)
@@ -343,7 +347,7 @@ def test_an_index_failure_after_journaling_keeps_the_message_and_catches_up(serv
     monkeypatch.setattr(index, "put_messages", flaky_put)
     msg, fut = service.commit("Karma path traced samples 4")
     assert [e.data["id"] for e in fut.result(timeout=30)] == [msg.id]  # journaled: committed
-    assert service.show(msg.id) is None  # the index missed it
+    assert index.messages([msg.id]) == {}  # the index missed it
     later, _ = service.commit("Karma light sampling quality 2")
     service.flush()
     assert {h.message.id for h in service.search("Karma", k=5)} == {first.id, msg.id, later.id}

@@ -96,16 +96,19 @@ def _parser() -> argparse.ArgumentParser:
     su.add_argument("parameter", help="the setting's name or a synonym")
     su.add_argument("--engine", help=ENGINE_HELP)
 
-    sc = sub.add_parser("scene", help="render settings read from the scene itself (Blender .blend files, or the "
-                                      "scene format any DCC script can send)")
+    sc = sub.add_parser("scene", help="render settings read from the scene itself (Blender .blend files, USD stages "
+                                      "from Houdini and any USD pipeline, or the scene format any DCC script can send)")
     scsub = sc.add_subparsers(dest="scene_command", required=True)
     si = scsub.add_parser("import", help="read a scene's render settings into the ledger (applied, from the scene)")
-    si.add_argument("file", help="a .blend file, a scene-format .json file, or - for scene-format JSON on stdin")
-    si.add_argument("--scene", default="", help="the scene inside the .blend (default: the one it was saved with)")
+    si.add_argument("file", help="a .blend file, a .usd/.usda/.usdc stage, a scene-format .json file, or - for "
+                                 "scene-format JSON on stdin")
+    si.add_argument("--scene", default="", help="the scene inside the .blend, or the render settings prim of a USD "
+                                                "stage (default: the one it was saved with / the stage names)")
     si.add_argument("--json", action="store_true", help="print JSON instead of text")
     sd = scsub.add_parser("diff", help="where the scene differs from what was decided (in conversation or by hand)")
-    sd.add_argument("file", help="a .blend file, a scene-format .json file, or - for JSON on stdin")
-    sd.add_argument("--scene", default="", help="the scene inside the .blend")
+    sd.add_argument("file", help="a .blend file, a .usd/.usda/.usdc stage, a scene-format .json file, or - for JSON "
+                                 "on stdin")
+    sd.add_argument("--scene", default="", help="the scene inside the .blend, or the render settings prim of a USD stage")
     sd.add_argument("--json", action="store_true", help="print JSON instead of text")
     sa = scsub.add_parser("addon", help="write Kelvin's Blender add-on as a zip to install from Blender's preferences")
     sa.add_argument("--out", default="kelvin_sync.zip", help="where to write the zip (default: ./kelvin_sync.zip)")
@@ -601,6 +604,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    from app.memory.project_lock import set_holder
+
+    said = sys.argv[1:] if argv is None else argv
+    set_holder(" ".join(["kelvin", *[a for a in said if not a.startswith("-")][:3]]))  # who holds a project's lock
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="kelvin: %(message)s")
     from app import config as config_mod
 

@@ -882,6 +882,10 @@ class Extractor:
             if key is None and i > 0 and toks[i - 1] == "@" and num and 10 <= num.value <= 120 \
                     and P.resolution(toks[i - 2] if i > 1 else ""):
                 key = "frame_rate"  # "4096x2160 @ 23.976"
+            if key is None and num and num.unit == "%" and 1 <= num.value <= 1000 and (
+                    i > 1 and toks[i - 1] in ("at", "@") and P.resolution(toks[i - 2])  # "2048x858 at 100%"
+                    or toks[i + 1:i + 2] in (["res"], ["resolution"])):  # "render at 100% resolution"
+                key = "resolution_percentage"
             if key is None and engine and re.fullmatch(r"\d{1,3}:\d{2}:\d{2}", tok) and "limit" in toks[i - 3:i + 3] \
                     and (engine, "time_limit") in self.cat.specs:  # "rerendering with a 2:00:00 limit"
                 spec = self.cat.specs[(engine, "time_limit")]

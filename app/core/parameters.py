@@ -224,6 +224,12 @@ def same_value(a: Value, b: Value) -> bool:
     return a == b
 
 
+# choice values as artists read them in their renderer's panels; any other key reads as its words
+# ("brute_force" → "brute force")
+VALUE_NAMES = {"oidn": "OpenImageDenoise", "optix": "OptiX", "octane_ai": "Octane AI", "nvidia_ai": "NVIDIA AI",
+               "altus": "Altus", "noice": "Noice", "pmc": "PMC", "uhd_cache": "UHD cache"}
+
+
 def format_value(value: Value, unit: str = "") -> str:
     if isinstance(value, bool):
         text = "on" if value else "off"
@@ -234,7 +240,7 @@ def format_value(value: Value, unit: str = "") -> str:
     elif value is None:
         text = "—"
     else:
-        text = str(value).replace("_", " ")
+        text = VALUE_NAMES.get(str(value)) or str(value).replace("_", " ")
     if unit and not isinstance(value, bool) and value is not None:
         text += unit if unit in ("%", "°", "mm", "px") else f" {unit}"
     return text

@@ -5,7 +5,9 @@ The format (``docs/scene-format.md``) is what the Blender reader and add-on send
 for any other DCC app can send: ``{"format": "kelvin-scene", "version": 1, "app", "file", "scene",
 "engine", "settings": [{"engine", "parameter" (or "name"), "value"}], "extra": [{"name", "value",
 "unit"}], "notes": [...]}``. A setting the catalogue knows becomes an applied ledger value; one it
-does not know (or a value it cannot hold) is kept as a candidate — never dropped silently.
+does not know (or a value it cannot hold) is kept as a candidate — never dropped silently. Any
+value may say which light or camera holds it (``"light"``, ``"camera"``) and that a driver or an
+expression computes it (``"driven"``: the expression, or "a driver").
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ FORMAT = "kelvin-scene"
 VERSION = 1
 MAX_SETTINGS = 2000  # a scene sends a few dozen; thousands is junk, refused whole
 MAX_TEXT = 200
+ENGINE_LABELS = {"vray": "V-Ray", "renderman": "RenderMan"}  # else the key, capitalised
 
 
 class SceneError(ValueError):
@@ -29,9 +32,22 @@ class SceneError(ValueError):
 @dataclass(frozen=True)
 class SceneValue:
     spec: ParamSpec | None  # None: a candidate (the catalogue has no key for it)
-    name: str  # the display name ("Max samples"; for a candidate, the words sent: "view transform")
+    name: str  # the display name ("Max samples"; for a candidate, the words sent: "View transform")
     value: Value
     unit: str
+    driven: str = ""  # computed in the file by a driver: its expression ("var * 2"), or "a driver"
+    light: str = ""  # the light that holds it ("Key"), where a light does
+    camera: str = ""  # the camera that holds it, where a camera does
+
+    @property
+    def how(self) -> str:
+        """What the ledger notes and the diff shows beside the value: "driven by the expression var * 2"."""
+        if not self.driven:
+            return ""
+        said = self.driven if len(self.driven) <= 80 else self.driven[:79] + "…"
+        if said.startswith("animated"):  # keyed over time (a USD stage's time samples): "animated (2 keys; …)"
+            return said
+        return "driven by a driver" if self.driven == "a driver" else f"driven by the expression {said}"
 
     @property
     def key(self) -> tuple[str, str]:
@@ -76,20 +92,26 @@ def read(data: object, catalogue: Catalogue) -> Scene:
         spec = _spec(item, catalogue)
         raw = item.get("value")
         if spec is None:
-            candidates.append(SceneValue(None, _text(item.get("parameter") or item.get("name") or f"setting {n}"),
-                                         _plain(raw), _text(item.get("unit") or "")))
+            said = _text(item.get("parameter") or item.get("name") or f"setting {n}")
+            engine = str(item.get("engine") or "").strip()
+            if engine and not item.get("parameter") and engine.lower() not in ("any", said.split(" ")[0].lower()):
+                # a setting sent by its words for an engine: "Octane kernel", not "kernel"
+                said = f"{ENGINE_LABELS.get(engine.lower(), engine.capitalize())} {_lower_first(said)}"
+            candidates.append(SceneValue(None, said, _plain(raw), _text(item.get("unit") or ""), **_marks(item)))
             continue
         try:
             value, unit = _value(spec, raw)
         except ValueError as exc:  # a setting Kelvin knows, a value it cannot hold: kept, and said
-            candidates.append(SceneValue(None, f"{spec.name} as sent", _plain(raw), _text(item.get("unit") or "")))
+            candidates.append(SceneValue(None, f"{spec.name} as sent", _plain(raw), _text(item.get("unit") or ""),
+                                         **_marks(item)))
             problems.append(f"{label(spec)}: {_text(raw, 40)!r} is not a value it can hold ({exc}); kept as a candidate")
             continue
-        values.append(SceneValue(spec, spec.name, value, unit))
+        values.append(SceneValue(spec, spec.name, value, unit, **_marks(item)))
     for n, item in enumerate(extra, 1):
         if not isinstance(item, dict) or not str(item.get("name") or "").strip():
             raise SceneError(f"extra {n} has no name")
-        candidates.append(SceneValue(None, _text(item["name"]), _plain(item.get("value")), _text(item.get("unit") or "")))
+        candidates.append(SceneValue(None, _text(item["name"]), _plain(item.get("value")), _text(item.get("unit") or ""),
+                                     **_marks(item)))
     seen: dict[tuple[str, str], SceneValue] = {}
     for v in values:
         seen[v.key] = v  # one value per setting: the last one sent
@@ -98,6 +120,16 @@ def read(data: object, catalogue: Catalogue) -> Scene:
                  scene=_text(data.get("scene") or ""), engine=_text(data.get("engine") or "").lower(),
                  values=tuple(seen.values()), candidates=tuple(candidates),
                  notes=tuple(_text(x, 300) for x in notes if isinstance(x, str)) + tuple(problems))
+
+
+def _lower_first(words: str) -> str:
+    """"Max samples" → "max samples"; "GI clamp" stays as it is."""
+    return words[:1].lower() + words[1:] if words[1:2].islower() else words
+
+
+def _marks(item: dict) -> dict:
+    """Where a value lives and how it is computed, as sent (text, or nothing)."""
+    return {k: _text(item[k]) for k in ("driven", "light", "camera") if isinstance(item.get(k), str) and item[k].strip()}
 
 
 def _spec(item: dict, catalogue: Catalogue) -> ParamSpec | None:
@@ -151,6 +183,7 @@ class Difference:
     by: str  # "rules" (said in a conversation), "model", "artist" (set by hand)
     source_id: str = ""  # the message it was said in
     note: str = ""
+    driven: str = ""  # the scene's value is computed by a driver ("driven by the expression var * 2")
 
 
 def decided(history: list[Entry]) -> Current | None:
@@ -170,14 +203,14 @@ def differences(scene: Scene, histories: dict[tuple[str, str], list[Entry]]) -> 
         e = now.entry
         out.append(Difference(name=label(v.spec), key=v.key, scene=format_value(v.value, v.unit),
                               decided=format_value(e.value, e.unit), decided_at_ms=e.ts_ms, by=e.by,
-                              source_id=e.source_id, note=e.note))
+                              source_id=e.source_id, note=e.note, driven=v.how))
     return out
 
 
 def label(spec: ParamSpec | None) -> str:
     if spec is None:
         return ""
-    engine = {"vray": "V-Ray", "": ""}.get(spec.engine, spec.engine.capitalize())
+    engine = ENGINE_LABELS.get(spec.engine, spec.engine.capitalize())
     return f"{engine} {spec.name}".strip()
 
 
@@ -195,7 +228,9 @@ def said_when(ts_ms: int, now_ms: int) -> str:
 
 
 def difference_line(d: Difference, now_ms: int, quote: str = "") -> str:
-    """"Cycles Clamp indirect: scene 10, decided 7 on Tuesday ("Decision: clamp indirect 7")"."""
+    """"Cycles Clamp indirect: scene 10, decided 7 on Tuesday ("Decision: clamp indirect 7")"; a
+    driven value says so: "scene 10 (driven by the expression var * 2)"."""
     how = "set by hand" if d.by == "artist" else "decided"
     why = f' ("{quote}")' if quote else (f" ({d.note})" if d.note else "")
-    return f"{d.name}: scene {d.scene}, {how} {d.decided} {said_when(d.decided_at_ms, now_ms)}{why}"
+    driven = f" ({d.driven})" if d.driven else ""
+    return f"{d.name}: scene {d.scene}{driven}, {how} {d.decided} {said_when(d.decided_at_ms, now_ms)}{why}"

@@ -193,6 +193,19 @@ class ProjectIndex:
         if missing:
             self._chunks.add_columns(missing)
 
+    def refresh(self) -> None:
+        """Another Kelvin process wrote: tables it created since this one opened the index, and the
+        width of the vectors it now stores (a new embedder). Rows need nothing: every read sees the
+        latest version (``read_consistency_interval=0``)."""
+        if self._chunks is None or self._memories is None:
+            names = set(self._db.list_tables().tables)
+            if self._chunks is None and CHUNKS in names:
+                self._chunks = self._db.open_table(CHUNKS)
+                self._fts_column = "search_text" if "search_text" in self._chunks.schema.names else "text"
+            if self._memories is None and MEMORIES in names:
+                self._memories = self._db.open_table(MEMORIES)
+        self._dim = self._read_dim()
+
     # ---- schema ------------------------------------------------------------------------------------
     @property
     def exists(self) -> bool:

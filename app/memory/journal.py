@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from app.core.records import now_ms
-from app.durable import create_new, fsync_dir, open_append, open_lockfile, refuse_links, write_all
+from app.durable import create_new, fsync_dir, open_append, refuse_links, write_all
+from app.memory.project_lock import LockBusy, WriteLock
 
 log = logging.getLogger("kelvin.journal")
 
@@ -46,7 +47,7 @@ class JournalError(RuntimeError):
 
 
 class StoreLocked(JournalError):
-    pass
+    """Another Kelvin process is writing this project, and went on longer than this one waits."""
 
 
 @dataclass(frozen=True)
@@ -122,57 +123,19 @@ class SetAside:
         return f"a damaged line, {where} ({self.size} bytes, in journal/{self.file}): {what}"
 
 
-class _Lock:
-    """An exclusive OS lock on a file, released by the OS if the process dies."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._fh = None
-
-    def acquire(self) -> None:
-        fh = open_lockfile(self.path)
-        try:
-            if os.name == "nt":
-                import msvcrt
-
-                fh.seek(0)
-                msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
-            else:
-                import fcntl
-
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read(32).decode("ascii", "replace").strip() or "unknown"
-            fh.close()
-            raise StoreLocked(
-                f"this project is being written by another Kelvin process (pid {holder}); "
-                "close it or wait for it to finish"
-            ) from None
-        try:
-            fh.seek(0)
-            fh.truncate()
-            fh.write(str(os.getpid()).encode())
-            fh.flush()
-        except OSError:
-            pass  # the pid is a courtesy for the message above; the lock is what counts (a full disk)
-        self._fh = fh
-
-    def release(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-
-
 class Journal:
     def __init__(self, folder: Path, accept: Callable[[Entry], bool] = lambda e: True):
         """``accept``: whether an event salvaged from a damaged line is whole enough to hand on
         (the store checks a message's fields)."""
         self.folder = folder
         self.accept = accept
-        self._lock = _Lock(folder / "LOCK")
+        self._lock = WriteLock(folder / "LOCK")
         self._fh = None
+        # where this process has read up to (segment, byte offset after a whole line, that line's seq):
+        # the next catch-up reads on from here instead of the whole segment (see read_new)
+        self._cursor: tuple[str, int, int] | None = None
         self._segment_bytes = 0
+        self._segment = ""  # the segment open for appending
         self._next_seq = 1
         self.last_event_seq = 0  # the newest whole event (kept while open for writing)
         self.damaged_lines = 0
@@ -269,6 +232,15 @@ class Journal:
                     return 0, int(seg.stem) - 1
                 window *= 8
 
+    def mark(self) -> tuple[str, int]:
+        """The journal's end as it is now (its last segment and that segment's size): a cheap way for
+        a reader in another process to notice that someone wrote."""
+        segs = self.segments()
+        try:
+            return (segs[-1].name, segs[-1].stat().st_size) if segs else ("", 0)
+        except OSError:
+            return ("", 0)
+
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.segments())
 
@@ -322,22 +294,61 @@ class Journal:
                               prev, seq, salvaged, now_ms()), raw)
 
     # ---- writing ---------------------------------------------------------------------------------
-    def open_for_write(self, floor_seq: int = 0) -> None:
+    def open_for_write(self, floor_seq: int = 0, wait_s: float = 0.0) -> None:
         """Take the project's write lock, mend a torn tail, and get ready to append after the newest
-        event, or after ``floor_seq`` (the furthest any projection has seen) if that is higher."""
+        event, or after ``floor_seq`` (the furthest any projection has seen) if that is higher. The
+        lock is held until :meth:`close` — Kelvin's own writes hold it for one write each
+        (:meth:`lock`, :meth:`open_tail`, :meth:`unlock`; app.memory.store)."""
         if self._fh is not None:
             return
+        self.lock(wait_s)
+        try:
+            self.open_tail(floor_seq)
+        except BaseException:
+            self.unlock()
+            raise
+
+    # One write, as several Kelvin processes share a project: lock(), then whatever the caller must
+    # catch up on (app.memory.store reads projections.json again, under the lock), open_tail(), the
+    # appends, unlock(). Between two writes this process holds nothing and keeps no file open for
+    # writing, so every other Kelvin may write in between; open_tail() then starts from the journal
+    # as it is on disk, so sequence numbers never repeat whoever wrote last.
+    def lock(self, wait_s: float = 0.0) -> float:
+        """Take the project's write lock, waiting up to ``wait_s`` s for the process that holds it
+        (raises :class:`StoreLocked` naming it). Returns the seconds waited."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise JournalError(f"cannot create the journal folder {self.folder}: {exc.strerror}") from None
         refuse_links(self.folder)
-        self._lock.acquire()
         try:
-            self._open_tail(floor_seq)
-        except BaseException:
-            self._lock.release()
-            raise
+            return self._lock.acquire(wait_s)
+        except LockBusy as exc:
+            waited = f" (waited {wait_s:.0f} s)" if wait_s >= 1 else ""
+            raise StoreLocked(f"this project is being written by another Kelvin process ({exc}){waited}; nothing "
+                              "was written — try again when it has finished") from None
+
+    def busy(self) -> bool:
+        """Whether another process (or another writer in this one) is writing the project right now."""
+        return self._lock.busy()
+
+    @property
+    def locked(self) -> bool:
+        return self._lock.held
+
+    def open_tail(self, floor_seq: int = 0) -> None:
+        """Under the lock: mend a torn tail and get ready to append after the newest event on disk
+        (or ``floor_seq``, if higher)."""
+        if not self._lock.held:
+            raise JournalError("the journal is written only under the project's write lock")
+        self._open_tail(floor_seq)
+
+    def unlock(self) -> None:
+        """End of one write: close the segment and let the next writer in."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        self._lock.release()
 
     def _open_tail(self, floor_seq: int) -> None:
         segs = self.segments()
@@ -392,6 +403,7 @@ class Journal:
             self._fh.close()
         new = not path.exists()
         self._fh = open_append(path)
+        self._segment = path.name
         self._segment_bytes = os.lseek(self._fh.fileno(), 0, os.SEEK_END)
         if new:
             fsync_dir(self.folder)
@@ -401,6 +413,8 @@ class Journal:
         nothing: a write that fails half-way (a full disk) is cut back and nothing is numbered."""
         if self._fh is None:
             raise JournalError("journal is not open for writing")
+        # this process has seen everything before (its cursor is at the end): its own events too
+        at_end = self._cursor is not None and self._cursor[:2] == (self._segment, self._segment_bytes)
         if self._segment_bytes >= SEGMENT_BYTES:
             self._open_segment(self.folder / f"{self._next_seq:012d}.jsonl")
         at = now_ms()
@@ -415,13 +429,61 @@ class Journal:
         self._segment_bytes += len(blob)
         if entries:
             self.last_event_seq = entries[-1].seq
+            if at_end:
+                self._cursor = (self._segment, self._segment_bytes, entries[-1].seq)
         return entries
 
+    # ---- catching up with other processes (under the write lock) ----------------------------------
+    def read_to_end(self) -> None:
+        """Under the lock: mark everything now in the journal as seen by this process (after it
+        opened the project, or rebuilt it from the whole journal)."""
+        segs = self.segments()
+        if not segs:
+            self._cursor = ("", 0, 0)
+            return
+        end, last = self._tail(segs[-1])
+        self._cursor = (segs[-1].name, end, last)
+
+    def read_new(self) -> list[Entry]:
+        """Under the lock: every event written since this process last read or wrote (by other
+        Kelvin processes), read on from a byte offset — a catch-up costs what the others wrote, not
+        the whole segment. Where a line does not decode (a damaged line), the rest is read by
+        :meth:`read`, which deals with damage."""
+        if not self._lock.held:
+            raise JournalError("catching up with the journal needs the project's write lock")
+        cursor = self._cursor
+        segs = self.segments()
+        names = [p.name for p in segs]
+        if cursor is None:
+            self.read_to_end()
+            return []
+        name, offset, seq = cursor
+        if name not in names:  # nothing was written when this process last looked, or segments moved
+            return self._read_slowly(seq)
+        out: list[Entry] = []
+        for seg in segs[names.index(name):]:
+            start = offset if seg.name == name else 0
+            with open(seg, "rb") as fh:
+                fh.seek(start)
+                data = fh.read()
+            pos = start
+            for line in data.splitlines(keepends=True):
+                entry = decode(line)
+                if entry is None or entry.seq <= seq:  # damage (or a torn tail not mended yet)
+                    return out + self._read_slowly(seq)
+                out.append(entry)
+                pos += len(line)
+                seq = entry.seq
+            self._cursor = (seg.name, pos, seq)
+        return out
+
+    def _read_slowly(self, after_seq: int) -> list[Entry]:
+        found = list(self.read(after_seq=after_seq))
+        self.read_to_end()
+        return found
+
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-        self._lock.release()
+        self.unlock()
 
 
 def _line_of(seg: Path, offset: int) -> int:

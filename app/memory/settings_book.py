@@ -47,6 +47,7 @@ class SettingsBook:
         self.ledger = Ledger()
         self.seq = 0
         self._lines = 0  # lines in settings.jsonl (so a lost file is noticed)
+        self._read_to: tuple[int, int] = (0, 0)  # settings.jsonl's inode and the bytes of it read so far
         self._contexts: dict[str, Context] = {}  # per conversation
         self._engine = ""  # the project's engine of late (a new conversation starts from it)
         self._load()
@@ -67,19 +68,59 @@ class SettingsBook:
             self._reset()
             return
         try:
-            with self._log_path.open(encoding="utf-8") as fh:
-                for n, line in enumerate(fh, 1):
-                    try:
-                        self._replay_line(json.loads(line))
-                    except (ValueError, KeyError, TypeError):
-                        if line.endswith("\n"):
-                            log.warning("%s line %d is damaged; skipped", self._log_path, n)
+            self._read_log(0)
         except FileNotFoundError:
             if self._lines:  # the entries are gone but the state says there were some: read it all again
                 self._reset()
 
+    def _read_log(self, start: int) -> None:
+        """Apply settings.jsonl's whole lines from byte ``start`` on (a line still being written by
+        another process is read next time)."""
+        with self._log_path.open("rb") as fh:
+            ino = os.fstat(fh.fileno()).st_ino
+            fh.seek(start)
+            data = fh.read()
+        pos = start
+        for n, line in enumerate(data.splitlines(keepends=True), 1):
+            if not line.endswith(b"\n"):
+                break
+            pos += len(line)
+            try:
+                self._replay_line(json.loads(line))
+            except (ValueError, KeyError, TypeError):
+                log.warning("%s has a damaged line (%d bytes in); skipped", self._log_path, pos - len(line))
+        self._read_to = (ino, pos)
+
+    def follow(self) -> None:
+        """Catch up with what another Kelvin process projected: the entries it appended to
+        settings.jsonl since this one read it, then its state (how far the ledger has read, each
+        conversation's context). A file started again (a rebuild elsewhere) is read from the start."""
+        with self._lock:
+            try:
+                state = json.loads(self._state_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return  # nothing projected yet, or being replaced: the next catch-up reads it
+            try:
+                ino = self._log_path.stat().st_ino
+            except FileNotFoundError:
+                ino = 0  # no setting found yet (or a rebuild elsewhere just began)
+            known_ino, start = self._read_to
+            if ino != known_ino:  # another file than the one read (rebuilt elsewhere): read it whole
+                self.ledger, start, self._read_to = Ledger(), 0, (0, 0)
+            try:
+                if ino:
+                    self._read_log(start)
+                self.seq = int(state.get("seq", 0))
+                self._lines = int(state.get("lines", 0))
+                self._engine = str(state.get("engine", ""))
+                self._contexts = {str(cid): self._context_from_json(ctx)
+                                  for cid, ctx in (state.get("contexts") or {}).items()}
+            except (OSError, ValueError, TypeError, AttributeError, KeyError):
+                log.warning("%s could not be read again; it is read at the next catch-up", self._log_path)
+
     def _reset(self) -> None:
         self.ledger, self.seq, self._contexts, self._engine, self._lines = Ledger(), 0, {}, "", 0
+        self._read_to = (0, 0)
         for p in (self._log_path, self._state_path):
             try:
                 p.unlink()
@@ -93,8 +134,8 @@ class SettingsBook:
             self.ledger.add(Entry.from_json(d["entry"]))
 
     # ---- projecting ---------------------------------------------------------------------------------
-    def project(self, events: Iterable, lookup: Callable[[str], Message | None], to_message: Callable[[dict], Message],
-                persist: bool = True) -> int:
+    def project(self, events: Iterable, lookup: Callable[[str], Message | None],
+                to_message: Callable[[dict], Message]) -> int:
         """Apply journal entries past ``seq``. Returns how many ledger lines were written."""
         lines: list[dict] = []
         last = self.seq
@@ -117,8 +158,7 @@ class SettingsBook:
             if last == self.seq:
                 return 0
             self.seq = last
-            if persist:
-                self._persist(lines)
+            self._persist(lines)
         return len(lines)
 
     def _from_message(self, m: Message, seq: int, edited_text: str | None = None) -> list[dict]:
@@ -177,9 +217,13 @@ class SettingsBook:
     def _persist(self, lines: list[dict]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         if lines:
+            blob = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
             with open_append(self._log_path) as fh:
-                write_all(fh, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8"),
-                          sync=False)
+                end = os.lseek(fh.fileno(), 0, os.SEEK_END)
+                write_all(fh, blob, sync=False)
+                ino = os.fstat(fh.fileno()).st_ino
+            if self._read_to == (ino, end) or end == 0:  # read to its end: this write is read too
+                self._read_to = (ino, end + len(blob))
             self._lines += len(lines)
         state = {"seq": self.seq, "lines": self._lines, "engine": self._engine,
                  "contexts": {cid: self._context_json(c) for cid, c in list(self._contexts.items())[-32:]}}

@@ -1,8 +1,15 @@
 """One project's memory on disk: the journal and its two projections (Markdown and the index).
 
-``write()`` journals events durably, then projects them. ``open_for_write()`` takes the
-project's lock and replays whatever the projections missed (a crash between journal and index),
-idempotently. ``rebuild()`` makes both projections again from the journal alone.
+``write()`` journals events durably, then projects them. ``open_for_write()`` replays whatever the
+projections missed (a crash between journal and index), idempotently. ``rebuild()`` makes both
+projections again from the journal alone.
+
+Several Kelvin processes share a project (the window, commands in a terminal, the Blender add-on):
+every write runs inside :meth:`ProjectStore.writing`, which holds the project's write lock for that
+one write and, first thing inside it, catches this process up with what the others wrote since —
+projections.json, the settings ledger, the index's tables, the message ids it knows. A reader
+catches up the same way without the lock (:meth:`ProjectStore.refresh`), and only when the
+journal's end or projections.json changed, so a read where nothing changed costs two ``stat`` calls.
 
 The day's end is an event too (``day.rollover``): the Markdown blocks from before its cutoff move
 to ``archive/<day>/``, and ``rebuild()`` puts them there again from the journal.
@@ -16,6 +23,7 @@ import shutil
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -47,7 +55,8 @@ from app.memory.index import (
     message_rows,
     search_text,
 )
-from app.memory.journal import Entry, Journal, JournalError
+from app.memory.journal import Entry, Journal, JournalError, StoreLocked
+from app.memory.project_lock import InUse
 from app.memory.markdown import MarkdownBook, before
 from app.memory.settings_book import SETTING_OPS, SettingsBook
 from app.memory.turn_notes import TURN_OPS, TurnNotes
@@ -70,7 +79,11 @@ OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MESSAGE_RESTORE, O
 EMBEDDER_RETRY_S = 30.0
 PROJECT_BATCH = 2000  # events projected into Markdown and the index at a time
 COMPACT_EVERY_WRITES = 200  # index writes without a quiet moment before the writer compacts anyway
+# how long a write waits for another Kelvin process's write (an import of a big file holds the lock
+# for its whole length) before it gives up and says who is writing (the lock_wait_s setting)
+LOCK_WAIT_S = 60.0
 _WRITTEN = {".md", ".json", ".jsonl", ".bin", ".lance"}  # what Kelvin writes in a project's folders
+_LOCKS = ("LOCK", "IN-USE")
 
 
 class DiskFull(JournalError):
@@ -153,7 +166,7 @@ def with_engine(m: Message) -> dict:
 
 class ProjectStore:
     def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = "",
-                 extractor: Extractor | None = None):
+                 extractor: Extractor | None = None, lock_wait_s: float = LOCK_WAIT_S):
         self.name = name
         self.data_dir = data_dir
         self.folder = data_dir / projects.folder_name(name)
@@ -173,8 +186,14 @@ class ProjectStore:
         self.state = Projections.load(self._state_path)
         self._index: ProjectIndex | None = None
         self._index_lock = threading.Lock()
-        self._writable = False
-        self._behind = False  # a projection failed after its events were journaled
+        self.lock_wait_s = lock_wait_s
+        self.lock_waited_s = 0.0  # how long the last write waited for another process's
+        self.in_use = InUse(self.folder / "journal" / "IN-USE")  # shared while this process has it open
+        self._opened = False  # the first write's checks (replay, rebuild, index) have run in this process
+        self._replayed_at_open = 0  # events the first write in this process replayed
+        self._held = 0  # writing() nesting depth (a rebuild inside a write)
+        self._sync = threading.RLock()  # this process's writer, and its readers catching up
+        self._seen: tuple = ()  # the journal's end and projections.json as last caught up with
         self._known: set[str] | None = None  # message ids stored, once loaded (writer thread only)
         self._rollover_lock = threading.Lock()  # a search may read the rollovers while the writer adds one
         self._embedder_down_until = 0.0
@@ -195,21 +214,132 @@ class ProjectStore:
 
     @property
     def writable(self) -> bool:
-        return self._writable
+        """Whether this process has written (or opened for writing) the project."""
+        return self._opened
 
     def open_for_write(self) -> int:
-        """Lock the project for this process and catch the projections up: replay what they missed,
-        or rebuild them from the journal when they cannot be trusted (a rebuild that was interrupted,
-        projections ahead of the journal, a missing index). Returns the events replayed."""
-        if self._writable:
+        """Make the project ready for this process's writes: under the write lock, for this once,
+        catch the projections up — replay what they missed, or rebuild them from the journal when
+        they cannot be trusted (a rebuild that was interrupted, projections ahead of the journal, a
+        missing index). Returns the events replayed. The lock is not kept: each write takes it."""
+        if self._opened:
             return 0
-        self.check_folders()
-        self.journal.open_for_write(floor_seq=self._projected_seq())
-        self._writable = True
+        with self.writing():
+            return self._replayed_at_open
+
+    # ---- sharing the project with other Kelvin processes -------------------------------------------------
+    @contextmanager
+    def writing(self, wait_s: float | None = None):
+        """The project's write lock, held for one write (journal append and projections), waiting
+        up to ``wait_s`` (default ``lock_wait_s``) for another process's write — then StoreLocked,
+        naming it. Inside it this process has caught up with every other one: projections.json
+        and the settings ledger as the last writer left them, the message ids it added or deleted,
+        and events a writer journaled but never projected (killed in between) projected now."""
+        if self._held:  # a rebuild or a replay inside a write: the lock is already held
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+            return
+        with self._sync:
+            if not self._opened:
+                self.check_folders()
+                if self._index is None and self.exists():
+                    _ = self.index  # LanceDB's import and its tables opened (reads: 1-2 s) before the lock, not in it
+            self.lock_waited_s = self.journal.lock(self.lock_wait_s if wait_s is None else wait_s)
+            self._held = 1
+            try:
+                if not self.in_use.share():
+                    raise StoreLocked(f"the project {self.name!r} is being renamed by another Kelvin process; "
+                                      "nothing was written — try again in a moment")
+                self._catch_up_files()
+                self.journal.open_tail(floor_seq=self._projected_seq())
+                if self._opened:
+                    self._follow()
+                else:
+                    self._replayed_at_open = self._open_locked()
+                    self._opened = True
+                yield
+            finally:
+                self._held = 0
+                self._seen = self._mark()  # what this process wrote it has seen
+                self.journal.unlock()
+
+    def refresh(self) -> bool:
+        """A reader's catch-up, without the lock: projections.json, the settings ledger and the
+        index's tables as the last writer (of any process) left them. Cheap when nothing changed
+        (two ``stat`` calls). Returns whether anything had changed. Skipped while this process's
+        own writer is writing: it catches up itself."""
+        if not self.journal.folder.is_dir() or not self._sync.acquire(blocking=False):
+            return False
+        try:
+            self.in_use.share()
+            return self._catch_up_files()
+        finally:
+            self._sync.release()
+
+    def catch_up(self, wait_s: float | None = None) -> None:
+        """Take the lock once to catch up (and, the first time, open): what a crashed writer left
+        unprojected is projected."""
+        with self.writing(wait_s):
+            pass
+
+    def change_mark(self) -> tuple:
+        """Changes whenever any process writes the project (see :meth:`_mark`)."""
+        return self._mark()
+
+    def _mark(self) -> tuple:
+        """The journal's end and projections.json as they are now: changed means someone wrote."""
+        try:
+            st = self._state_path.stat()
+            state = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            state = ()
+        return self.journal.mark(), state
+
+    def _catch_up_files(self) -> bool:
+        mark = self._mark()
+        if mark == self._seen:
+            return False
+        if mark[1] != (self._seen[1] if self._seen else None):
+            loaded = Projections.load(self._state_path)
+            with self._rollover_lock:
+                self.state = loaded
+        if self.settings is not None:
+            self.settings.follow()
+        if self._index is not None:
+            self._index.refresh()
+        self._seen = mark
+        return True
+
+    def _follow(self) -> None:
+        """Under the lock: the events other processes journaled since this one last looked — the
+        message ids they added or deleted (the duplicate check), the conversations they spoke in
+        (whose engine this process then reads from the ledger again) — and a replay of what no one
+        projected."""
+        for e in self.journal.read_new():
+            d = e.data
+            if e.op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE):
+                if self._known is not None:
+                    self._known.add(d["id"])
+                self._talk.pop(d.get("conversation_id", ""), None)
+            elif e.op == OP_MESSAGE_DELETE and self._known is not None:
+                self._known.discard(d["id"])
+        if self._projections_behind():
+            self._replay()
+
+    def _projections_behind(self) -> bool:
+        settled = min(self.state.index_seq, self.state.markdown_seq,
+                      self.settings.seq if self.settings is not None else self.state.index_seq)
+        return settled < self.journal.last_event_seq
+
+    def _open_locked(self) -> int:
         why = self._why_rebuild()
         if why:
             log.warning("project %s: %s; rebuilding the index and Markdown from the journal", self.name, why)
-            self.rebuild(rescue=True)
+            self._rebuild(rescue=True)
+            self.journal.read_to_end()
             return self.journal.last_seq()
         if not self.index.exists:
             self.index.create(self._embedder_dim())
@@ -217,7 +347,10 @@ class ProjectStore:
             self.state.save(self._state_path)
         elif self.state.embedder != self.embedder.spec:
             self._switch_embedder()
-        return self._replay()
+        replayed = self._replay()
+        self.journal.read_to_end()
+        self._known = None  # loaded from the index at the first write
+        return replayed
 
     def check_folders(self) -> None:
         """Refuse a project in which a folder or a file Kelvin writes is a symbolic link: writes would
@@ -230,7 +363,7 @@ class ProjectStore:
                 refuse_links(folder)
             if folder.is_dir():
                 for child in folder.iterdir():
-                    if child.is_symlink() and (child.suffix in _WRITTEN or child.name == "LOCK" or child.is_dir()):
+                    if child.is_symlink() and (child.suffix in _WRITTEN or child.name in _LOCKS or child.is_dir()):
                         refuse_links(child)
         for index in self._local_index():
             refuse_links(index)
@@ -277,7 +410,9 @@ class ProjectStore:
 
     def close(self) -> None:
         self.journal.close()
-        self._writable = False
+        self.in_use.release()
+        self._opened = False
+        self._seen = ()
 
     def _embedder_dim(self) -> int:
         try:
@@ -318,10 +453,10 @@ class ProjectStore:
         time. A message whose id is already stored is left out, so committing or importing the same
         message twice changes nothing. A projection that fails leaves the events journaled and
         caught up later; ``projection_error`` says why."""
-        self.open_for_write()
-        if self._behind:
-            self._replay()
-            self._behind = False
+        with self.writing():
+            return self._write(items, progress)
+
+    def _write(self, items: Sequence[tuple[str, dict]], progress: Callable[[int, int], None]) -> list[Entry]:
         known = self._known_ids()
         batch: set[str] = set()
         kept = []
@@ -344,7 +479,6 @@ class ProjectStore:
                 self._project(entries[i : i + PROJECT_BATCH])
                 progress(min(i + PROJECT_BATCH, len(entries)), len(entries))
         except Exception as exc:  # noqa: BLE001 — the events are durable; the projections catch up later
-            self._behind = True
             self.projection_error = str(getattr(exc, "strerror", None) or exc)
             if isinstance(exc, OSError):  # expected (a disk that filled up meanwhile): no traceback
                 log.warning("saved to the journal, but the index or Markdown could not be updated (%s); they catch "
@@ -544,10 +678,10 @@ class ProjectStore:
         """End of day: journal a ``day.rollover`` moving every live Markdown block from before
         ``cutoff_ms`` into ``archive/<day>/``. Returns how many blocks move; nothing is journaled when
         none would (the check reads no file while the live files are known to be newer)."""
-        self.open_for_write()
-        if self._behind:
-            self._replay()
-            self._behind = False
+        with self.writing():
+            return self._roll_over(cutoff_ms)
+
+    def _roll_over(self, cutoff_ms: int) -> int:
         since = self.state.live_since_ms
         if since is not None and not before(since, cutoff_ms):
             return 0
@@ -641,7 +775,12 @@ class ProjectStore:
         (a damaged line it could not read back, a torn tail, projections ahead of it) — or when
         ``rescue`` — messages the old index still holds and the journal no longer does are
         journaled again first (as restores), so a rebuild never drops what only the index kept."""
-        self.open_for_write()
+        with self.writing():
+            done = self._rebuild(progress, rescue)
+            self.journal.read_to_end()
+            return done
+
+    def _rebuild(self, progress: Callable[[int, int], None] = lambda done, total: None, rescue: bool = False) -> int:
         self.journal.damaged_lines = 0
         folded = self._fold_all()
         self.rescued = []

@@ -49,7 +49,9 @@ def command(setting: str = "") -> list[str]:
 
 
 def _blender(exe: str) -> list[str]:
-    return [exe, "--background", "--factory-startup", "--python-exit-code", "1", "--python"]
+    # --disable-autoexec: Python in the file (registered text blocks, scripted drivers, load handlers)
+    # never runs, whatever the artist's preferences say (the reader opens with use_scripts=False too)
+    return [exe, "--background", "--factory-startup", "--disable-autoexec", "--python-exit-code", "1", "--python"]
 
 
 def read_blend(path: str | os.PathLike, scene: str = "", setting: str = "", timeout: float = READ_TIMEOUT_S) -> dict:

@@ -3,6 +3,12 @@
 Writes (commits, imports, edits, deletes, curated memories) go through the single-writer
 CommitQueue and return at once with a Future; reads (search, show, list, stats) run on the
 caller's thread against the LanceDB index. Qt-free.
+
+Other Kelvin processes may write the same project at any time (the window is open all day while
+commands run in a terminal and Blender sends its scene): each write holds the project's lock for
+that write only (app.memory.store), and every read first catches up with what they wrote
+(:meth:`MemoryService.caught_up`); :meth:`MemoryService.changes` tells a window cheaply that
+something was written.
 """
 from __future__ import annotations
 
@@ -120,6 +126,7 @@ class MemoryService:
         self.extractor = load_extractor(taxonomy)
         self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s)
         self.notices: list[str] = []  # expected problems to tell the artist once (embedder down, …)
+        self.lock_patience = 1  # lock_wait_s periods a write waits for another process (the window: more)
         self._stores: dict[str, ProjectStore] = {}
         self._stores_lock = threading.Lock()
         self._query_embed_down_until = 0.0
@@ -136,7 +143,7 @@ class MemoryService:
             store = self._stores.get(key)
             if store is None:
                 store = ProjectStore(self.data_dir, name, self.tagger, self.embedder, self.settings.index_uri,
-                                     extractor=self.extractor)
+                                     extractor=self.extractor, lock_wait_s=self.settings.lock_wait_s)
                 store.on_embedder_problem = self._notice
                 self._stores[key] = store
             return store
@@ -148,9 +155,18 @@ class MemoryService:
         return sorted(p.name for p in self.data_dir.iterdir() if (p / "journal").is_dir())
 
     def open(self, project: str | None = None) -> int:
-        """Lock a project for writing and replay what a crash left unprojected. Returns events replayed."""
+        """Make a project ready for writing (created if new) and replay what a crash left
+        unprojected. Returns events replayed. Another process writing it meanwhile is no obstacle:
+        it leaves the project as it should be, and this one catches up at its first write."""
         store = self.store(project)
-        return self.writer.call(store.open_for_write).result()[0]
+        try:
+            return self.writer.call(store.open_for_write).result()[0]
+        except StoreLocked:
+            if not store.exists():
+                raise
+            log.info("project %s is being written by another Kelvin process; opening it as it is", store.name)
+            store.refresh()
+            return 0
 
     def release(self, project: str) -> None:
         """Finish this project's pending writes and let go of its files (before a rename)."""
@@ -167,7 +183,17 @@ class MemoryService:
 
     # ---- writing -----------------------------------------------------------------------------------
     def _apply(self, project: str, items: list[tuple[str, dict]]) -> list:
-        return self.store(project).write(items)
+        """Write a commit group; while another Kelvin process's write goes on (an import of a big file),
+        wait for it ``lock_patience`` times ``lock_wait_s`` in all before giving up — the window waits
+        longer than a command, so a turn asked during a long import is never dropped."""
+        for attempt in range(max(1, self.lock_patience)):
+            try:
+                return self.store(project).write(items)
+            except StoreLocked as exc:
+                if attempt + 1 >= self.lock_patience:
+                    raise
+                log.info("waiting for another Kelvin process to finish writing %s: %s", project, exc)
+        raise AssertionError("unreachable")
 
     def commit(self, text: str, *, role: str = "user", speaker: str = "", conversation_id: str = "default",
                turn_id: str = "", project: str | None = None, ts_ms: int | None = None,
@@ -324,26 +350,27 @@ class MemoryService:
         store = self.store(project)
 
         def run():
-            store.open_for_write()
-            store.index.optimize()
-            store.index.ensure_filter_indexes()
-            store.index.ensure_vector_index()
+            with store.writing():
+                store.index.optimize()
+                store.index.ensure_filter_indexes()
+                store.index.ensure_vector_index()
 
         self.writer.call(run).result()
 
     def _upkeep(self) -> bool:
-        """One small step of background upkeep on the writer thread; True while more remains."""
+        """One small step of background upkeep on the writer thread; True while more remains. Each
+        step holds the project's write lock (upkeep writes the index too), and is skipped while
+        another Kelvin process writes."""
         with self._stores_lock:
             stores = [s for s in self._stores.values() if s.writable]
         for store in stores:
-            if store.fill_vectors():
+            if _locked_step(store, store.fill_vectors):
                 return True
         for store in stores:
-            if store.index.compaction_due(OPTIMIZE_AFTER_WRITES):
-                store.index.optimize()
+            if store.index.compaction_due(OPTIMIZE_AFTER_WRITES) and _locked_step(store, store.index.optimize, True):
                 return True
         for store in stores:
-            if store.index.ensure_filter_indexes() or store.index.ensure_vector_index():
+            if _locked_step(store, lambda s=store: s.index.ensure_filter_indexes() or s.index.ensure_vector_index()):
                 return True
         return False
 
@@ -352,7 +379,7 @@ class MemoryService:
             stores = [s for s in self._stores.values() if s.writable]
         for store in stores:
             if store.index.exists and store.index.compaction_due(OPTIMIZE_AFTER_WRITES):
-                store.index.optimize()
+                _locked_step(store, store.index.optimize)
 
     def flush(self, timeout: float | None = None) -> None:
         self.writer.flush(timeout)
@@ -379,24 +406,34 @@ class MemoryService:
         stores = [self.store(p) for p in self.projects()] if all_projects else [self.store(project)]
         stores = [s for s in stores if s.exists()]
         for s in stores:
-            self._catch_up(s)
+            self.caught_up(s)
         return [s for s in stores if s.index.exists]
 
-    def _catch_up(self, store: ProjectStore) -> None:
-        """Before the first read of a project, replay what a crash left unprojected — unless
-        another Kelvin process holds the project, which then does it itself."""
+    def caught_up(self, store: ProjectStore) -> ProjectStore:
+        """A project as it is now, whoever wrote it: what other Kelvin processes wrote since the
+        last read (cheap when nothing changed). Before this process's first read of it, events
+        journaled but never projected (a writer killed in between) are projected — unless another
+        process is writing the project, which then does it itself."""
+        store.refresh()
         if store.name in self._caught_up:
-            return
+            return store
         self._caught_up.add(store.name)
         if store.behind():
             try:
-                self.writer.call(store.open_for_write).result()
+                self.writer.call(lambda: store.catch_up(wait_s=0)).result()
             except StoreLocked:
-                log.info("project %s is open in another Kelvin process; reading it as it is", store.name)
+                log.info("project %s is being written by another Kelvin process; reading it as it is", store.name)
             except Exception as exc:  # noqa: BLE001 — a full disk, a damaged file: reading still works
                 log.debug("catching up %s failed", store.name, exc_info=True)
                 self._notice(f"the memory of {store.name!r} could not be brought up to date "
                              f"({getattr(exc, 'strerror', None) or exc}); showing what is indexed")
+        return store
+
+    def changes(self, project: str | None = None) -> tuple:
+        """What the project's journal and projections look like now — compare two to know whether
+        anything was written since (by any Kelvin process). Two ``stat`` calls; no lock."""
+        store = self.store(project)
+        return store.change_mark() if store.exists() else ()
 
     def _query_vector(self, query: str, stores: list[ProjectStore]) -> list[float] | None:
         if self.embedder.spec == "none" or time.monotonic() < self._query_embed_down_until:
@@ -525,7 +562,7 @@ class MemoryService:
     def stats(self, project: str | None = None) -> dict:
         store = self.store(project)
         if store.exists():
-            self._catch_up(store)
+            self.caught_up(store)
         out: dict = {"project": store.name, "folder": str(store.folder), "messages": 0, "chunks": 0,
                      "memories": 0, "conversations": 0, "by_domain": {}, "by_type": {}, "by_engine": {},
                      "first": None, "last": None}
@@ -571,3 +608,13 @@ class MemoryBehind(JournalError):
 def _folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
+
+
+def _locked_step(store: ProjectStore, step: Callable[[], object], done: object = None):
+    """One upkeep step under the project's write lock, or None when another process is writing."""
+    try:
+        with store.writing(wait_s=0):
+            result = step()
+            return done if done is not None else result
+    except StoreLocked:
+        return None

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from app.core import projects as names
 from app.core.records import RecordError, check_name, new_id, now_ms
+from app.memory.journal import StoreLocked
 from app.services.memory import MemoryService
 
 log = logging.getLogger("kelvin.projects")
@@ -121,16 +122,23 @@ class Projects:
         dst_folder = self.data_dir / names.folder_name(new)
         if dst_folder.exists() and dst_folder.resolve() != src.folder.resolve():
             raise RecordError(f"a project named “{new}” already exists")
-        self.memory.open(old)  # refused if another Kelvin is writing to it: never move a folder in use
+        self.memory.open(old)
         with self._lock:
             data = self._read(src.folder)
-            self.memory.release(old)
-            if dst_folder.resolve() != src.folder.resolve():
-                try:
-                    src.folder.rename(dst_folder)
-                except OSError as exc:
-                    raise RecordError(f"cannot rename the project folder: {exc.strerror or exc} "
-                                      "(is it open in another program?)") from None
+            held = src.in_use.take_over()  # never move a folder another Kelvin has open
+            if held is None:
+                raise StoreLocked(f"the project {old!r} is open in another Kelvin process (the window, a chat or "
+                                  "a command); close it there first, then rename it")
+            try:
+                self.memory.release(old)
+                if dst_folder.resolve() != src.folder.resolve():
+                    try:
+                        src.folder.rename(dst_folder)
+                    except OSError as exc:
+                        raise RecordError(f"cannot rename the project folder: {exc.strerror or exc} "
+                                          "(is it open in another program?)") from None
+            finally:
+                held.release()
             data["name"] = new
             data.setdefault("created_ms", now_ms())
             former = data.get("former_names")

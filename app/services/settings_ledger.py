@@ -52,11 +52,7 @@ class SettingsLedger:
     def book(self, project: str | None = None) -> SettingsBook:
         store = self.memory.store(project)
         if store.exists():
-            self.memory._catch_up(store)
-            if not store.writable and store.settings.seq < store.journal.last_seq():
-                # another Kelvin holds the project: read what it wrote since, in memory
-                store.settings.project(store.journal.read(after_seq=store.settings.seq), store._lookup,
-                                       store.bare_message, persist=False)
+            self.memory.caught_up(store)  # with what every Kelvin process wrote, this one or another
         else:
             self.memory.flush()
         return store.settings
@@ -138,10 +134,13 @@ class SettingsLedger:
             spec = v.spec
             engine, parameter = (spec.engine, spec.key) if spec is not None else (ANY, _slug(v.name))
             value = list(v.value) if isinstance(v.value, tuple) else v.value
+            # the file and scene, and a driver that computes the value ("driven by the expression var * 2")
+            said = f"{note} · {v.how}"[:200] if v.how else note
+            scope = {k: getattr(v, k) for k in ("light", "camera", "driven") if getattr(v, k)}  # for the ledger's scopes
             return (OP_SETTING_SCENE, {"engine": engine, "parameter": parameter, "value": value, "unit": v.unit,
                                        "ts_ms": ts, "name": spec.name if spec is not None else v.name,
-                                       "domain": spec.domain if spec is not None else "general", "note": note,
-                                       "candidate": candidate})
+                                       "domain": spec.domain if spec is not None else "general", "note": said,
+                                       "candidate": candidate, **scope})
 
         events = [event(v, False) for v in scene.values] + [event(v, True) for v in scene.candidates
                                                             if _slug(v.name)]
@@ -171,10 +170,11 @@ class SettingsLedger:
         if not latest:
             return None
         last_ts = max(e.ts_ms for e in latest.values())
-        values = tuple(SceneValue(self.catalogue.specs.get(e.key), e.name, e.value, e.unit)
+        values = tuple(SceneValue(self.catalogue.specs.get(e.key), e.name, e.value, e.unit, driven=_driven(e.note))
                        for e in latest.values() if e.ts_ms == last_ts and e.key in self.catalogue.specs)
         note = next((e.note for e in latest.values() if e.ts_ms == last_ts), "")
-        return Scene(app="", file=note, scene="", engine="", values=values, candidates=())
+        return Scene(app="", file=note.partition(DRIVEN[0])[0].partition(DRIVEN[1])[0], scene="", engine="",
+                     values=values, candidates=())
 
     def scene_answer(self, project: str | None = None, say_none: bool = True) -> tuple[str, ...]:
         """The diff, as the lines a question about the scene and the decisions gets (``say_none``
@@ -264,6 +264,17 @@ class SettingsLedger:
             return f"no setting called {name!r} in the ledger"
         return (f"{name!r} is a setting of several engines ({', '.join(engine_label(e) or 'any' for e, _ in keys)}); "
                 "add --engine")
+
+
+DRIVEN = (" · driven by ", " · animated")  # in a scene value's note: what computes it in the file
+
+
+def _driven(note: str) -> str:
+    """What a scene value's note says computes it ("the expression var * 2" → "var * 2"), or ""."""
+    if DRIVEN[1] in note:
+        return "animated" + note.partition(DRIVEN[1])[2]
+    how = note.partition(DRIVEN[0])[2]
+    return how[len("the expression "):] if how.startswith("the expression ") else "a driver" if how else ""
 
 
 def _slug(name: str) -> str:

@@ -22,6 +22,7 @@ from app.ui.worker import Worker
 
 log = logging.getLogger("kelvin.ui")
 START_ANYWAY_MS = 2000  # a window that never paints (started minimised) still gets its services
+WINDOW_LOCK_PATIENCE = 10  # the window's writes wait up to 10 × lock_wait_s for another process's write
 
 
 @dataclass
@@ -46,6 +47,7 @@ def build_services(settings, gpu: bool = True) -> Services:
     from app.services.memory import MemoryService
 
     memory = MemoryService(settings)
+    memory.lock_patience = WINDOW_LOCK_PATIENCE  # a turn asked during another process's long import waits
     try:
         conversation = Conversation(settings, memory, mode=Mode.parse(settings.mode))
     except BaseException:
@@ -130,6 +132,9 @@ def desktop_problem() -> str:
 
 
 def main(settings) -> int:
+    from app.memory.project_lock import set_holder
+
+    set_holder("Kelvin's window")  # what a command waiting for a project's lock is told
     problem = desktop_problem()
     if problem:
         sys.stderr.write(f"kelvin: {problem}\n")

@@ -68,6 +68,7 @@ class ChatPresenter(QObject):
         self.turn = None  # the Worker of the turn in progress
         self._reading = ""  # the project whose transcript is being read
         self._waiting: list[str] = []  # questions asked meanwhile
+        self._behind = False  # written elsewhere while a turn or the transcript was in flight
         view.send.connect(self.ask)
         view.stop.connect(self.stop_reply)
         view.chip_action.connect(self._chip)
@@ -118,10 +119,32 @@ class ChatPresenter(QObject):
                 return
             self._reading = ""
             self.view.set_ready(True, READY)
+            if self._behind:
+                self.written_elsewhere(project)
             if self._waiting:  # asked (by the tray, a test, the self-test) while the transcript loaded
                 self.ask(self._waiting.pop(0))
 
         ws.pools.run(ws.pools.memory, load, returned=show, errored=failed, finished=over)
+
+    def written_elsewhere(self, project: str) -> None:
+        """Another Kelvin process (or this window) stored messages in the project: the transcript
+        takes those it does not show yet, where they belong — once the turn in flight has its ids,
+        or the transcript is there."""
+        ws = self.workspace
+        if ws.services is None or project != ws.project:
+            return
+        if self.turn is not None or self._reading:
+            self._behind = True
+            return
+        self._behind = False
+        memory, ledger = ws.services.memory, ws.conversation.ledger
+
+        def load(report):
+            msgs = memory.list(project, limit=TRANSCRIPT_PAGE)
+            return msgs, _shown(_extras().extras_of(msgs, project, memory, ledger))
+
+        ws.pools.run(ws.pools.memory, load, errored=lambda exc: None,
+                     returned=lambda r: self.view.add_from_elsewhere(*r) if project == ws.project else None)
 
     def _earlier(self, before_ms: int, shown: list) -> None:
         ws = self.workspace
@@ -156,8 +179,8 @@ class ChatPresenter(QObject):
             self._waiting.append(text)
             return
         c, project = ws.conversation, ws.project
-        self.view.add("user", text)
-        self.view.add("assistant", "", "streaming")
+        asked = self.view.add("user", text)
+        said = self.view.add("assistant", "", "streaming")
         self.view.set_busy(True)
         ws.say("Kelvin is answering …", 0)
         started = time.monotonic()
@@ -179,6 +202,9 @@ class ChatPresenter(QObject):
             if project != ws.project:
                 return  # the artist switched project meanwhile: the reply is stored in its own
             self.view.finish(result.text, result.status, looked_at(_extras().sources_of(result)), result.error)
+            for entry, stored in ((asked, result.question), (said, result.answer)):
+                if stored is not None:  # the stored messages it shows: never shown twice when read back
+                    entry.message_id, entry.ts_ms = stored.id, stored.ts_ms
             self._find_chips(result, self.view.entries[-1])
             if result.greeting:
                 self.view.add("notice", result.greeting)
@@ -197,6 +223,8 @@ class ChatPresenter(QObject):
     def _turn_over(self) -> None:
         self.turn = None
         self.view.set_busy(False)
+        if self._behind:
+            self.written_elsewhere(self.workspace.project)
 
     def stop_reply(self, reason: str = "") -> None:
         ws = self.workspace

@@ -274,6 +274,29 @@ class ChatView(QWidget):
         bar = self.transcript.verticalScrollBar()
         bar.setValue(bar.maximum())
 
+    def add_from_elsewhere(self, messages: list, extras: dict | None = None) -> int:
+        """Messages another Kelvin process stored in this project (``kelvin chat --once`` in a
+        terminal, an import): each goes where it belongs by time among the stored messages shown —
+        the latest at the bottom — unless it is shown already or older than everything shown (then it
+        is a scroll away). Returns how many were added."""
+        shown = {e.message_id for e in self.entries if e.message_id}
+        stamped = [e.ts_ms for e in self.entries if e.message_id]
+        oldest = min(stamped, default=0)
+        new = sorted((m for m in messages if m.id not in shown and (m.ts_ms >= oldest or not stamped)),
+                     key=lambda m: (m.ts_ms, m.id))
+        if not new:
+            return 0
+        first = len(self.entries)
+        for m in new:
+            at = next((i for i, e in enumerate(self.entries) if e.message_id and e.ts_ms > m.ts_ms), len(self.entries))
+            self.entries.insert(at, _history_entry(m, extras))
+            first = min(first, at)
+        if len(self.entries) > MAX_SHOWN:
+            del self.entries[:len(self.entries) - MAX_SHOWN + TRIM]
+            self.more_above, first = True, 0
+        self._render(first)
+        return len(new)
+
     def prepend_history(self, messages: list, more: bool, extras: dict | None = None) -> None:
         """Earlier messages, put above what is shown; the view stays where the artist was reading."""
         shown = {e.message_id for e in self.entries if e.message_id}

@@ -16,7 +16,7 @@ import logging
 
 from PySide6.QtCore import QCoreApplication, QPoint, QRect, QSettings, QSize, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QTabBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QLabel, QMainWindow, QStackedWidget, QTabBar, QVBoxLayout, QWidget
 
 from app.core.vram import process_key, renderer_names
 from app.ui.brief_presenter import BriefPresenter
@@ -29,6 +29,7 @@ from app.ui.header import Header
 from app.ui.icon import kelvin_icon
 from app.ui.memory_browser import MemoryBrowser
 from app.ui.memory_view import MemoryView
+from app.ui.project_watch import ProjectWatch
 from app.ui.projects_presenter import ProjectsPresenter, remember_project
 from app.ui.shortcuts import WINDOW_KEYS, ShortcutSheet
 from app.ui.status_presenter import StatusPresenter
@@ -75,6 +76,7 @@ class MainWindow(QMainWindow):
         self.browser = MemoryBrowser(self.memory, self.pools, self)
         self.briefing = BriefPresenter(self.brief, ws, self)
         self.projects = ProjectsPresenter(self.header.project_box, ws, self)
+        self.watch = ProjectWatch(self.pools, self)  # another Kelvin process wrote the project
         self._wire()
 
         body = QWidget()
@@ -127,6 +129,7 @@ class MainWindow(QMainWindow):
         self.projects.stop_reply = self.turns.stop_reply
         self.projects.changing.connect(self.turns.switching)
         self.projects.refused.connect(self._project_refused)
+        self.watch.written.connect(self._written_elsewhere)
         self.chat.link_hovered.connect(lambda words: ws.say(words, 4000) if words else self.statusBar().clearMessage())
         self.tabs.currentChanged.connect(self._view_changed)
         tray.show_window.connect(self._raise)
@@ -249,6 +252,20 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"Kelvin — {name}")
         self.tray.set_project(name)
         self.browser.use_project(name)
+        if self.services is not None:
+            self.watch.follow(self.services.memory, name)
+
+    def _written_elsewhere(self, project: str) -> None:
+        """Something was written to the project (by a command in a terminal, the Blender add-on, an
+        import — or this window): the memory view and its Settings tab read it again if shown, and
+        the transcript takes the messages it does not show yet, where they belong."""
+        if project != self.project or self.services is None:
+            return
+        editing = QAbstractItemView.State.EditingState  # a value being typed is never swept away by a re-read
+        if self.views.currentWidget() is self.memory and editing not in (self.memory.table.state(),
+                                                                        self.memory.settings.table.state()):
+            self.memory.refresh()
+        self.turns.written_elsewhere(project)
 
     def _moved(self, name: str) -> None:
         """A command in the chat (/project, /rename) moved the conversation: the window follows."""
@@ -350,6 +367,7 @@ class MainWindow(QMainWindow):
         self.state.sync()
         self.status.stop()
         self.projects.stop()
+        self.watch.stop()
         if self.services is not None:
             self.services.conversation.cancel()  # the partial reply is stored as stopped
         self.briefing.cancel()

@@ -9,7 +9,8 @@ UI thread by Qt's queued connections. ``abort()`` sets a flag the function may p
 
 Kelvin keeps one single-thread pool per scarce resource (:class:`Pools`): the model (one inference
 at a time), the memory (searches and edits, in order), downloads (a model pull takes minutes and
-must not hold up anything else), and a general one for start-up work.
+must not hold up anything else), a general one for start-up work, and one that looks whether another
+Kelvin process wrote the project (app.ui.project_watch).
 """
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ class Pools:
         self.memory = self._pool("memory")
         self.download = self._pool("download")
         self.general = self._pool("general")
+        self.watch = self._pool("watch")  # the cheap look at whether another Kelvin process wrote
         self._running: set[Worker] = set()
         Pools.made.add(self)
 
@@ -107,7 +109,7 @@ class Pools:
     def wait(self, ms: int = 30_000) -> bool:
         for w in list(self._running):
             w.abort()
-        return all(p.waitForDone(ms) for p in (self.model, self.memory, self.download, self.general))
+        return all(p.waitForDone(ms) for p in (self.model, self.memory, self.download, self.general, self.watch))
 
 
 def unexpected(exc: BaseException) -> None:

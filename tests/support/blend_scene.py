@@ -1,5 +1,10 @@
 """Build a .blend with every render setting Kelvin reads at a known, non-default value (run with
-Blender's Python: ``python blend_scene.py OUT.blend [--lights N] [--eevee] [--scene NAME]``).
+Blender's Python: ``python blend_scene.py OUT.blend [--lights N] [--eevee] [--scene NAME] [--bait MARKS]``).
+
+``--bait MARKS`` adds Python that leaves a file in the folder MARKS wherever it runs: a registered
+text block (which also registers a load handler), and a scripted driver whose expression calls Python
+(on the noise seed); and drivers with simple expressions, which Blender evaluates without Python,
+on Max samples ("770 + 7") and the camera's focal length ("84 + 1") — the values the file holds.
 
 ``EXPECTED`` is what ``kelvin settings list`` must then hold, value by value (engine, key) → value;
 ``CANDIDATES`` what Kelvin keeps without a catalogue name. Imported by the tests without bpy."""
@@ -22,11 +27,36 @@ EXPECTED = {
 UNITS = {("", "exposure"): "ev", ("", "resolution"): "px", ("", "resolution_percentage"): "%", ("", "frame_rate"): "fps",
          ("", "shutter_angle"): "°", ("", "focal_length"): "mm", ("", "sensor_width"): "mm", ("", "focus_distance"): "m"}
 CANDIDATES = {"render_engine": "Cycles", "adaptive_sampling": True, "film_transparent": True,
-              "view_transform": "Standard", "look": "none", "light_key_type": "area", "light_key_power": 350,
-              "light_key_temperature": 4300, "light_rim_type": "spot", "light_rim_power": 80}
+              "view_transform": "Standard", "look": "None", "light_key_type": "Area", "light_key_power": 350,
+              "light_key_temperature": 4300, "light_rim_type": "Spot", "light_rim_power": 80}
+MARKS = ("text-block-ran", "load-handler-ran", "driver-ran")  # what the bait leaves where it runs
 
 
-def build(out: str, lights: int = 0, eevee: bool = False, scene_name: str = "") -> None:
+def bait(marks: str) -> None:
+    """Python in the file that leaves a mark in ``marks`` wherever it runs."""
+    import bpy
+
+    text = bpy.data.texts.new("kelvin_bait.py")
+    text.write(f"""import bpy, pathlib
+pathlib.Path({marks!r}, "text-block-ran").write_text("ran")
+
+@bpy.app.handlers.persistent
+def kelvin_bait_on_load(*_):
+    pathlib.Path({marks!r}, "load-handler-ran").write_text("ran")
+
+bpy.app.handlers.load_post.append(kelvin_bait_on_load)
+""")
+    text.use_module = True  # "Register": runs when the file is opened with scripts allowed
+    s = bpy.context.scene
+    python = s.driver_add("cycles.seed")  # a value Kelvin does not read: whatever the driver gives
+    python.driver.type = "SCRIPTED"
+    python.driver.expression = f"__import__('pathlib').Path({marks!r}, 'driver-ran').write_text('ran') and 1"
+    for owner, path, expression in ((s, "cycles.samples", "770 + 7"), (s.camera.data, "lens", "84 + 1")):
+        driver = owner.driver_add(path).driver  # simple expressions: Blender evaluates them without Python
+        driver.type, driver.expression = "SCRIPTED", expression
+
+
+def build(out: str, lights: int = 0, eevee: bool = False, scene_name: str = "", marks: str = "") -> None:
     import bpy
 
     s = bpy.context.scene
@@ -62,10 +92,14 @@ def build(out: str, lights: int = 0, eevee: bool = False, scene_name: str = "") 
     for n in range(lights):
         fill = bpy.data.lights.new(f"Fill{n:03d}", "POINT")
         s.collection.objects.link(bpy.data.objects.new(f"Fill{n:03d}", fill))
+    if marks:
+        bait(marks)
     bpy.ops.wm.save_as_mainfile(filepath=out, compress=False)
+
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
     build(args[0], lights=int(args[args.index("--lights") + 1]) if "--lights" in args else 0, eevee="--eevee" in args,
-          scene_name=args[args.index("--scene") + 1] if "--scene" in args else "")
+          scene_name=args[args.index("--scene") + 1] if "--scene" in args else "",
+          marks=args[args.index("--bait") + 1] if "--bait" in args else "")
