@@ -92,7 +92,7 @@ def test_the_window_stays_open_while_four_other_processes_write_its_project(qtbo
         w.tabs.setCurrentIndex(w.views.indexOf(w.chat))  # the window asks a question of its own meanwhile
         qtbot.keyClicks(w.chat.composer, "Is the fog card still at 12 percent?")
         qtbot.keyClick(w.chat.composer, Qt.Key.Key_Return)
-        qtbot.waitUntil(lambda: w._turn is None and "Echo: Is the fog card" in w.chat.entries[-1].text, timeout=60_000)
+        qtbot.waitUntil(lambda: not w.turns.busy and "Echo: Is the fog card" in w.chat.entries[-1].text, timeout=60_000)
         w.tabs.setCurrentIndex(w.views.indexOf(w.memory))
         qtbot.waitUntil(lambda: all(p.poll() is not None for p in procs.values()), timeout=400_000)
         done = time.monotonic()

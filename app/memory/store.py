@@ -308,6 +308,7 @@ class ProjectStore:
                 self.state = loaded
         if self.settings is not None:
             self.settings.follow()
+        self.turns.follow()
         if self._index is not None:
             self._index.refresh()
         self._seen = mark

@@ -62,23 +62,41 @@ class TurnNotes:
         self._notes: dict[str, TurnNote] = {}
         self._by_question: dict[str, str] = {}
         self._lock = threading.Lock()
-        self._load()
+        self._read_to = (0, 0)  # (inode, byte offset) of turns.jsonl read so far
+        with self._lock:
+            self._load()
 
     def _load(self) -> None:
+        """Read turns.jsonl on from where this process last read it (all of it the first time, or
+        when another process rebuilt it: a new file)."""
         try:
-            with self.path.open(encoding="utf-8") as fh:
-                for n, line in enumerate(fh, 1):
+            with self.path.open("rb") as fh:
+                ino = os.fstat(fh.fileno()).st_ino
+                if ino != self._read_to[0]:
+                    self._notes, self._by_question, self.seq, start = {}, {}, 0, 0
+                else:
+                    start = self._read_to[1]
+                fh.seek(start)
+                for n, raw in enumerate(fh, 1):
+                    if not raw.endswith(b"\n"):
+                        break  # being written by another process: read at the next catch-up
+                    start += len(raw)
                     try:
-                        d = json.loads(line)
+                        d = json.loads(raw)
                         self._apply(str(d["op"]), d["data"])
                         self.seq = max(self.seq, int(d["seq"]))
                     except (ValueError, KeyError, TypeError, AttributeError):
-                        if line.endswith("\n"):
-                            log.warning("%s line %d is damaged; skipped", self.path, n)
+                        log.warning("%s line %d is damaged; skipped", self.path, n)
+                self._read_to = (ino, start)
         except FileNotFoundError:
             pass
         except OSError as exc:
             log.warning("%s cannot be read (%s); answers show no notes until it is rebuilt", self.path, exc)
+
+    def follow(self) -> None:
+        """Catch up with what another Kelvin process projected since this one last read."""
+        with self._lock:
+            self._load()
 
     def _apply(self, op: str, d: dict) -> None:
         if op in _FORGETS:
@@ -112,9 +130,12 @@ class TurnNotes:
                     self.seq = e.seq
             if lines:
                 self.folder.mkdir(parents=True, exist_ok=True)
+                data = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode("utf-8")
                 with open_append(self.path) as fh:
-                    write_all(fh, "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode("utf-8"),
-                              sync=False)
+                    st = os.fstat(fh.fileno())
+                    write_all(fh, data, sync=False)
+                if self._read_to == (st.st_ino, st.st_size):  # read up to here: what follows is ours
+                    self._read_to = (st.st_ino, st.st_size + len(data))
         return len(lines)
 
     def _concerns(self, d: dict) -> bool:
@@ -123,7 +144,7 @@ class TurnNotes:
 
     def rebuild(self, entries: Iterable) -> None:
         with self._lock:
-            self._notes, self._by_question, self.seq = {}, {}, 0
+            self._notes, self._by_question, self.seq, self._read_to = {}, {}, 0, (0, 0)
             try:
                 os.unlink(self.path)
             except FileNotFoundError:

@@ -290,8 +290,7 @@ class MemoryService:
 
     def turn_notes(self, message_ids, project: str | None = None) -> dict[str, TurnNote]:
         """The notes of these answers (what each looked at, its chips, the artist's answers), by id."""
-        store = self.store(project)
-        self._catch_up(store)
+        store = self.caught_up(self.store(project))
         return store.turns.of(message_ids)
 
     def memories_meant(self, said: str, project: str | None = None) -> list[Memory]:
