@@ -94,7 +94,7 @@ def read(data: object, catalogue: Catalogue) -> Scene:
         raw = item.get("value")
         if spec is None:
             said = _text(item.get("parameter") or item.get("name") or f"setting {n}")
-            engine = str(item.get("engine") or "").strip()
+            engine = _text(item.get("engine") or "").strip()  # (printable: a script may send anything)
             if engine and not item.get("parameter") and engine.lower() not in ("any", said.split(" ")[0].lower()):
                 # a setting sent by its words for an engine: "Octane kernel", not "kernel"
                 said = f"{ENGINE_LABELS.get(engine.lower(), engine.capitalize())} {_lower_first(said)}"
