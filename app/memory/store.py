@@ -165,6 +165,8 @@ class Projections:
                        {str(k): [int(v[0]), int(v[1]), float(v[2])] for k, v in (data.get("unfinished") or {}).items()})
         except FileNotFoundError:
             return cls()
+        except (UnsafePath, NotRegularFile):
+            raise  # a link or a FIFO in its place: said as such, never read through nor written over
         except (ValueError, KeyError, TypeError, IndexError, OSError, RecursionError):
             log.warning("%s is unreadable; the projections will be replayed from the journal", path)
             return cls()
@@ -329,7 +331,10 @@ class ProjectStore:
         if not self.journal.folder.is_dir() or not self._sync.acquire(blocking=False):
             return False
         try:
-            self.in_use.share()
+            try:
+                self.in_use.share()
+            except OSError:  # another user's project, or a read-only disk: it is read all the same
+                pass
             return self._catch_up_files()
         finally:
             self._sync.release()
