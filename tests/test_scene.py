@@ -3,8 +3,9 @@ Python), through the CLI as an artist runs it; the diff against a ledger built f
 bad input. The add-on in a real bpy session: tests/test_blender_addon.py; Python in a .blend:
 tests/test_scene_safe.py.
 
-Blender's Python comes from KELVIN_BLENDER_PYTHON or ./.venv-blender (.ci/run makes it: bpy needs
-numpy<2, so it lives apart from Kelvin's environment)."""
+Blender's Python comes from KELVIN_BLENDER_PYTHON, else where the README installs it
+(~/.kelvin-blender; .ci/run follows the README), else ./.venv-blender (bpy needs numpy<2, so it
+lives apart from Kelvin's environment)."""
 from __future__ import annotations
 
 import json
@@ -23,13 +24,20 @@ BUILDER = ROOT / "tests" / "support" / "blend_scene.py"
 
 
 def _blender_python() -> str:
-    chosen = os.environ.get("KELVIN_BLENDER_PYTHON") or str(ROOT / ".venv-blender" / "bin" / "python")
-    return chosen if Path(chosen).exists() else ""
+    """KELVIN_BLENDER_PYTHON, else where the README installs bpy (~/.kelvin-blender), else ./.venv-blender."""
+    from app.services.blender import installed_python
+
+    for chosen in (os.environ.get("KELVIN_BLENDER_PYTHON"), str(installed_python()),
+                   str(ROOT / ".venv-blender" / "bin" / "python")):
+        if chosen and Path(chosen).exists():
+            return chosen
+    return ""
 
 
 BLENDER = _blender_python()
 needs_blender = pytest.mark.skipif(not BLENDER, reason="Blender's Python (bpy) is not installed here: "
-                                                        "python3.11 -m venv .venv-blender && .venv-blender/bin/pip install bpy")
+                                                        "python3.11 -m venv ~/.kelvin-blender && "
+                                                        "~/.kelvin-blender/bin/pip install bpy (see README)")
 
 
 @pytest.fixture

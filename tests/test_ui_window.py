@@ -500,7 +500,10 @@ def test_end_of_day_writes_the_brief_with_progress_shows_it_and_cancel_keeps_the
         assert w.brief.archive.count() == 2 and "numbers to check: 99" in w.brief.status.text()
         path = memory.store().folder / BRIEF_FILE
         before = path.read_bytes()
-        # a second run, cancelled as it starts: the brief stays as it was
+        # a second run (something was said since: with nothing new it writes nothing), cancelled as it
+        # starts: the brief stays as it was
+        memory.commit("One more thing: the client liked the morning fog.")
+        memory.flush()
         srv.queue_reply("### What worked\n" + "- a long note\n" * 300)
         w.brief.button.click()
         qtbot.waitUntil(lambda: bool(steps) and steps[-1][2].startswith("Summarising"), timeout=10_000)

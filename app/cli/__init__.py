@@ -124,10 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     gs = gsub.add_parser("status", help="one reading of the GPU, Kelvin's models, and what the guard would do")
     gs.add_argument("--json", action="store_true", help="print JSON instead of text")
     gw = gsub.add_parser("watch", help="live samples and the guard's decisions (only watching: unloads nothing)")
-    gw.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl+C)")
+    gw.add_argument("--seconds", type=_seconds, default=0, help="stop after this long (default: until Ctrl+C)")
     gr = gsub.add_parser("record", help="save real samples as a trace (JSON lines)")
     gr.add_argument("file", type=Path, help="the trace file to write (JSON lines)")
-    gr.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl+C)")
+    gr.add_argument("--seconds", type=_seconds, default=0, help="stop after this long (default: until Ctrl+C)")
     gp = gsub.add_parser("replay", help="run the real guard and its actions on a trace: Kelvin's own models on the "
                          "configured Ollama host are really unloaded where the trace calls for it")
     gp.add_argument("trace", type=Path, help="a trace file (JSON lines, as `gpu record` writes)")
@@ -144,13 +144,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("query", nargs="?", help="what to look for, in your own words")
     s.add_argument("--batch", type=Path, help="file with one query per line; prints one JSON line per query with "
                    "the best k messages, as the chat's window would get them (matches or not)")
-    s.add_argument("--k", type=int, default=5, help="number of messages to return (default 5)")
+    s.add_argument("--k", type=_count(1, MAX_K), default=5, help=f"number of messages to return, 1 to {MAX_K:,} (default 5)")
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_filters(s)
     s.add_argument("--all-projects", action="store_true", help="search every project, not just the current one")
 
     ls = msub.add_parser("list", help="the latest messages")
-    ls.add_argument("--limit", type=int, default=20, help="how many of the latest (0: all)")
+    ls.add_argument("--limit", type=_count(0, 10**9), default=20, help="how many of the latest (0: all)")
     ls.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_filters(ls)
 
@@ -178,6 +178,34 @@ def _parser() -> argparse.ArgumentParser:
     mm = msub.add_parser("memories", help="list curated memories")
     mm.add_argument("--json", action="store_true", help="print JSON instead of text")
     return _with_help(p)
+
+
+MAX_K = 100_000  # messages one search returns at most (the chat's window takes eight)
+
+
+def _count(low: int, high: int):
+    """An argparse type: a whole number from ``low`` to ``high`` (an absurd one is a usage error, exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text[:30]}{'…' if len(text) > 30 else ''} is not between {low:,} "
+                                             f"and {high:,}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value <= 7 * 86400:  # (nan fails both)
+        raise argparse.ArgumentTypeError(f"{text[:30]} is not between 0 and a week (604,800 s)")
+    return value
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
@@ -277,16 +305,17 @@ def _memory(args, service) -> int:
         print(f"imported {report.added:,} {noun}" + (f" ({report.skipped:,} already stored)" if report.skipped else ""))
         return EXIT_OK
     if cmd == "search":
-        if args.k < 1:
-            raise _Usage("--k must be at least 1")
         filters = _filters(args)
         if args.batch:
             if not args.json:
                 raise _Usage("--batch prints JSON lines; add --json")
-            try:
-                queries = [q.strip() for q in args.batch.read_text(encoding="utf-8").splitlines() if q.strip()]
-            except (OSError, UnicodeDecodeError) as exc:
-                raise _Expected(f"{args.batch}: cannot read the query file ({exc})") from None
+            from app.inputs import InputProblem, lines
+
+            try:  # in bounded pieces: /dev/urandom cannot fill memory
+                queries = [q.strip() for _n, q in lines(args.batch, "a file of queries, one a line", 64 * 2**20, 2**20)
+                           if q.strip()]
+            except InputProblem as exc:
+                raise _Expected(str(exc)) from None
             for q in queries:
                 t0 = time.perf_counter()
                 hits = service.search(q, args.k, filters, project=project, all_projects=args.all_projects)
@@ -497,19 +526,9 @@ def _may_create(args) -> bool:
 
 def _known_project(service, name: str) -> None:
     """A misspelt --project is an error that names the nearest project, never a new empty one."""
-    import difflib
-
-    from app.core.records import check_name
     from app.services.projects import Projects
 
-    if service.store(check_name(name, "project")).exists():
-        return
-    known = [p.name for p in Projects(service).list()]
-    near = difflib.get_close_matches(name, known, n=1, cutoff=0.5) or \
-        difflib.get_close_matches(name.casefold(), [k.casefold() for k in known], n=1, cutoff=0.5)
-    hint = f"; did you mean {next(k for k in known if k.casefold() == near[0].casefold())!r}?" if near else ""
-    raise _Expected(f"there is no project {name!r}{hint} (`kelvin project list` shows them, "
-                    f"`kelvin project create {_quoted(name)}` makes it)")
+    Projects(service).require(name, f"`kelvin project list` shows them, `kelvin project create {_quoted(name)}`")
 
 
 def _quoted(name: str) -> str:
@@ -592,6 +611,11 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
             OllamaUnavailable, CommandError, UnsafePath, SceneError, _Expected)
 
 
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
 def main(argv: list[str] | None = None) -> int:
     real = sys.stdout
     sys.stdout = Output(real) if real is not None and not isinstance(real, Output) else real
@@ -612,8 +636,14 @@ def _main(argv: list[str] | None) -> int:
     from app import config as config_mod
 
     service = None
+    data_dir = None
     try:
         settings = config_mod.load({"data_dir": args.data_dir, "project": args.project})
+        data_dir = settings.data_path()
+        if data_dir.exists() and not data_dir.is_dir():  # `--data-dir /dev/null`, a file
+            from app.problems import not_a_folder
+
+            raise _Expected(not_a_folder(data_dir))
         if args.self_test:
             from app import self_test
 
@@ -649,6 +679,12 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "project":
             return terminal.project(args, service)
         if args.command == "settings":
+            if getattr(args, "engine", None) is not None:  # a usage mistake (exit 2), with the engines there are
+                from app.services.memory import load_taxonomy
+
+                known = (*load_taxonomy().get("engines", {}), "any")
+                if args.engine.strip().casefold() not in ("none", "camera", ""):
+                    args.engine = _one_of(args.engine, known, "--engine")
             return terminal.settings(args, service)
         if args.command == "scene":
             from app.cli import scene as scene_terminal
@@ -665,10 +701,20 @@ def _main(argv: list[str] | None) -> int:
         sys.stderr.write(f"kelvin: {exc}\n")
         return EXIT_ERROR
     except (OSError, RuntimeError) as exc:
-        # disk full, permissions, or a damaged index: plain words, and the way out
+        # a full disk, no permission, a read-only disk: its cause and its fix; else a damaged index
+        from app.problems import explain
+
         log.debug("storage error", exc_info=True)
-        sys.stderr.write(f"kelvin: the memory store could not be used: {exc}\n"
-                         "kelvin: if the index is damaged, `kelvin memory reindex` rebuilds it from the journal\n")
+        said = explain(exc, data_dir)
+        if said is None:
+            said = (f"the search index could not be used ({_one_line(exc)}); `kelvin memory reindex` rebuilds it from "
+                    "the journal" if isinstance(exc, RuntimeError) else f"the memory store could not be used: "
+                    f"{_one_line(exc)}")
+        sys.stderr.write(f"kelvin: {said}\n")
+        return EXIT_ERROR
+    except RecursionError:
+        sys.stderr.write("kelvin: the input is nested too deeply to read (more than a thousand levels); nothing "
+                         "was written\n")
         return EXIT_ERROR
     except KeyboardInterrupt as exc:
         from app.cli.terminal import Terminated

@@ -83,6 +83,8 @@ def _from_json(raw: bytes, what: str, catalogue) -> Scene:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise SceneError(f"{what} is not JSON ({str(exc)[:80]})") from None
+    except RecursionError:
+        raise SceneError(f"{what} is nested too deeply to be a scene (a scene is a flat list of settings)") from None
     return read(data, catalogue)
 
 

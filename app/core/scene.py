@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.core.ledger import APPLIED, Current, Entry, fold
-from app.core.parameters import ANY, Catalogue, ParamSpec, Value, format_value, parse_value, same_value
+from app.core.parameters import (ANY, Catalogue, ParamSpec, Value, as_candidate, check_value, format_value,
+                                  parse_value, same_value)
 
 FORMAT = "kelvin-scene"
 VERSION = 1
@@ -93,24 +94,28 @@ def read(data: object, catalogue: Catalogue) -> Scene:
         raw = item.get("value")
         if spec is None:
             said = _text(item.get("parameter") or item.get("name") or f"setting {n}")
-            engine = str(item.get("engine") or "").strip()
+            engine = _text(item.get("engine") or "").strip()  # (printable: a script may send anything)
             if engine and not item.get("parameter") and engine.lower() not in ("any", said.split(" ")[0].lower()):
                 # a setting sent by its words for an engine: "Octane kernel", not "kernel"
                 said = f"{ENGINE_LABELS.get(engine.lower(), engine.capitalize())} {_lower_first(said)}"
-            candidates.append(SceneValue(None, said, _plain(raw), _text(item.get("unit") or ""), **_marks(item)))
+            candidates.append(SceneValue(None, said, _plain(raw, said, problems), _text(item.get("unit") or ""),
+                                         **_marks(item)))
             continue
         try:
-            value, unit = _value(spec, raw)
+            # the parameter's kind and range, and what the ledger can hold and compare (a 400-digit
+            # number cannot be compared with anything: it must never reach the journal as a number)
+            value, unit = check_value(spec, *_value(spec, raw))
         except ValueError as exc:  # a setting Kelvin knows, a value it cannot hold: kept, and said
             candidates.append(SceneValue(None, f"{spec.name} as sent", _plain(raw), _text(item.get("unit") or ""),
                                          **_marks(item)))
-            problems.append(f"{label(spec)}: {_text(raw, 40)!r} is not a value it can hold ({exc}); kept as a candidate")
+            problems.append(f"{label(spec)}: {_shown(raw)} is not a value it can hold ({exc}); kept as a candidate")
             continue
         values.append(SceneValue(spec, spec.name, value, unit, **_marks(item)))
     for n, item in enumerate(extra, 1):
-        if not isinstance(item, dict) or not str(item.get("name") or "").strip():
+        if not isinstance(item, dict) or not _text(item.get("name") or "").strip():
             raise SceneError(f"extra {n} has no name")
-        candidates.append(SceneValue(None, _text(item["name"]), _plain(item.get("value")), _text(item.get("unit") or ""),
+        name = _text(item["name"])
+        candidates.append(SceneValue(None, name, _plain(item.get("value"), name, problems), _text(item.get("unit") or ""),
                                      **_marks(item)))
     seen: dict[tuple[str, str], SceneValue] = {}
     for v in values:
@@ -159,17 +164,32 @@ def _value(spec: ParamSpec, raw) -> tuple[Value, str]:
     raise ValueError("no value")
 
 
-def _plain(raw) -> Value:
-    if isinstance(raw, (bool, int, str)) or raw is None:
-        return raw if not isinstance(raw, str) else raw[:MAX_TEXT]
-    if isinstance(raw, float):
-        return raw if math.isfinite(raw) else None
-    return _text(raw)
+def _plain(raw, name: str = "", problems: list[str] | None = None) -> Value:
+    """A value sent for a candidate, as the ledger can hold it: numbers it can compare, short
+    printable text; anything else becomes text, said in a note when ``problems`` is given."""
+    if isinstance(raw, str):
+        return _text(raw)
+    if isinstance(raw, float) and not math.isfinite(raw):
+        return None
+    if raw is not None and not isinstance(raw, (bool, int, float)):
+        return _text(raw)
+    value, why = as_candidate(raw)
+    if why and problems is not None:
+        problems.append(f"{name}: {why}")
+    return value
 
 
 def _text(x, limit: int = MAX_TEXT) -> str:
-    s = str(x)
-    return "".join(ch for ch in s if ch.isprintable())[:limit]
+    """Printable text only (no control characters, no lone surrogates from a JSON \\ud800 escape)."""
+    s = x if isinstance(x, str) else str(x) if isinstance(x, (int, float, bool)) or x is None else repr(x)[:limit]
+    return "".join(ch for ch in s[: limit * 4] if ch.isprintable() and not "\ud800" <= ch <= "\udfff")[:limit]
+
+
+def _shown(raw) -> str:
+    """A sent value as a note quotes it: short, printable."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and len(str(abs(raw))) > 24:
+        return str(as_candidate(raw)[0])
+    return repr(_text(raw, 40))
 
 
 # ---- the scene against what was decided -------------------------------------------------------------

@@ -32,13 +32,16 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from app.core.records import now_ms
-from app.durable import create_new, fsync_dir, open_append, refuse_links, write_all
+from app.durable import (NotRegularFile, TooLarge, UnsafePath, check_regular, create_new, fsync_dir, open_append,
+                          open_regular, read_regular, refuse_links, write_all, write_atomically)
 from app.memory.project_lock import LockBusy, WriteLock
 
 log = logging.getLogger("kelvin.journal")
 
 SEGMENT_BYTES = 64 * 1024 * 1024
 SET_ASIDE = "set-aside.jsonl"
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # what was set aside, one line each: far less than this
+BLOCK = 1 << 20
 _SEQ_HINT = re.compile(rb'"seq":(\d{1,18})')
 
 
@@ -107,6 +110,8 @@ class SetAside:
     seq: int | None = None  # the event it held, if that much could be read
     salvaged: bool = False  # its event was read back and kept
     at: int = 0
+    why: str = ""  # "unapplied": what the projection said; "missing": what is known of the cause
+    rescued: int = 0  # "missing": messages taken back from the index or the Markdown
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -116,6 +121,14 @@ class SetAside:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
     def describe(self) -> str:
+        if self.kind == "missing":
+            span = f"event {self.seq:,}" if self.size == 1 else f"events {self.seq:,}–{(self.seq or 0) + self.size - 1:,}"
+            back = (f"; {self.rescued:,} message(s) the index or the Markdown still held were journaled again"
+                    if self.rescued else "; nothing of them was left in the index or the Markdown")
+            return f"{span} were missing from the journal ({self.why}){back}; what is known is in journal/{self.file}"
+        if self.kind == "unapplied":
+            return (f"event {self.seq} could not be applied ({self.why}); the rest of the journal was, and the event "
+                    f"is kept in journal/{self.file}")
         where = f"{self.segment} line {self.line}"
         if self.kind == "torn":
             return f"an unfinished write at the end of {where} (a crash), {self.size} bytes, in journal/{self.file}"
@@ -144,9 +157,19 @@ class Journal:
 
     # ---- reading ---------------------------------------------------------------------------------
     def segments(self) -> list[Path]:
+        """The segment files, oldest first. A segment that is not a regular file (a FIFO named like one
+        would make every reader wait for ever) is refused in one sentence (:class:`NotRegularFile`)."""
         if not self.folder.is_dir():
             return []
-        return sorted(p for p in self.folder.glob("*.jsonl") if p.stem.isdigit())
+        segs = sorted(p for p in self.folder.glob("*.jsonl") if p.stem.isdigit())
+        for seg in segs:
+            if seg.is_symlink():
+                raise UnsafePath(seg)
+            try:
+                check_regular(seg)
+            except NotRegularFile as exc:
+                raise JournalError(str(exc)) from None
+        return segs
 
     def read(self, after_seq: int = 0) -> Iterator[Entry]:
         """Every event with ``seq > after_seq``, in order. A damaged line is skipped, or handed on
@@ -161,7 +184,7 @@ class Journal:
             if nxt_first is not None and nxt_first <= after_seq + 1:
                 continue  # every event in this segment is older than wanted
             pending: list[tuple[int, int, bytes]] = []  # damaged lines waiting for the next whole one
-            with open(seg, "rb") as fh:
+            with open_regular(seg) as fh:
                 offset = 0
                 for lineno, line in enumerate(fh, 1):
                     entry = decode(line)
@@ -198,6 +221,11 @@ class Journal:
                 if entry.seq > after_seq:
                     yield entry
 
+    @property
+    def next_seq(self) -> int:
+        """The number the next event will take (while open for writing)."""
+        return self._next_seq
+
     def last_seq(self) -> int:
         """The newest event's seq (0 if none). Reads only the tail of the last segment."""
         if self._fh is not None:
@@ -208,9 +236,9 @@ class Journal:
     def _tail(self, seg: Path) -> tuple[int, int]:
         """Byte offset after the last whole line of a segment, and that line's seq (the segment's
         first seq - 1 if none). Reads backwards from the end, a growing window at a time."""
-        size = seg.stat().st_size
         window = 1 << 20
-        with open(seg, "rb") as fh:
+        with open_regular(seg) as fh:
+            size = os.fstat(fh.fileno()).st_size
             while True:
                 start = max(0, size - window)
                 fh.seek(start)
@@ -246,18 +274,21 @@ class Journal:
 
     # ---- what was set aside --------------------------------------------------------------------------
     def set_aside(self) -> list[SetAside]:
-        """What was moved aside and is still there (the artist removes a copy once dealt with)."""
-        out = []
+        """What was moved aside and is still there (the artist removes a copy once dealt with); a record
+        written again (a gap, once rescued) stands for the one before."""
+        out: dict[str, SetAside] = {}
         for rec in self._manifest():
             if (self.folder / rec.file).exists():
-                out.append(rec)
-        return out
+                out[rec.file] = rec
+        return list(out.values())
 
     def _manifest(self) -> list[SetAside]:
         try:
-            text = (self.folder / SET_ASIDE).read_text(encoding="utf-8", errors="replace")
+            text = read_regular(self.folder / SET_ASIDE, MAX_MANIFEST_BYTES).decode("utf-8", errors="replace")
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except (NotRegularFile, TooLarge) as exc:
+            raise JournalError(str(exc)) from None
         out = []
         for line in text.splitlines():
             try:
@@ -293,6 +324,35 @@ class Journal:
         self._record(SetAside("damaged", seg.name, lineno, offset, len(raw), f"damaged-{seg.stem}-{offset}.bin",
                               prev, seq, salvaged, now_ms()), raw)
 
+    def note_missing(self, first: int, last: int, count: int, why: str, rescued: int = 0) -> None:
+        """Record events ``first``..``last`` as missing from the journal (``count`` of them), with what is
+        known (``missing-<first>-<last>.json``), so they are reported until the artist removes that file and
+        never taken for news again. Written again with ``rescued`` once the rebuild took back what it could."""
+        if self._fh is None:
+            return
+        name = f"missing-{first}-{last}.json"
+        body = json.dumps({"first": first, "last": last, "missing": count, "why": why, "rescued": rescued,
+                           "found_at": now_ms()}, indent=1).encode("utf-8")
+        try:
+            if (self.folder / name).exists():  # rescued since: say so in the file too
+                write_atomically(self.folder / name, body.decode("utf-8"))
+        except OSError as exc:
+            log.warning("could not update %s: %s", name, exc)
+        self._record(SetAside("missing", "", 0, 0, count, name, first - 1, first, False, now_ms(), why, rescued), body)
+
+    def note_unapplied(self, entry: Entry, where: str, exc: BaseException) -> None:
+        """An event a projection could not apply (a value no check of its day refused, a hand-edited
+        line): copied beside the journal as ``unapplied-<seq>.json`` and listed in set-aside.jsonl,
+        once, so ``stats`` and ``doctor`` say it until the copy is removed. Only by the writer."""
+        why = f"{where}: {type(exc).__name__}: {str(exc)[:200]}"
+        log.warning("journal event %d (%s) could not be applied to %s; set aside", entry.seq, entry.op, why)
+        if self._fh is None or any(r.kind == "unapplied" and r.seq == entry.seq for r in self._manifest()):
+            return
+        body = json.dumps({"seq": entry.seq, "op": entry.op, "at": entry.at, "data": entry.data}, ensure_ascii=False,
+                          default=str).encode("utf-8", "replace")
+        self._record(SetAside("unapplied", "", 0, 0, len(body), f"unapplied-{entry.seq}.json", entry.seq - 1,
+                              entry.seq, False, now_ms(), why), body)
+
     # ---- writing ---------------------------------------------------------------------------------
     def open_for_write(self, floor_seq: int = 0, wait_s: float = 0.0) -> None:
         """Take the project's write lock, mend a torn tail, and get ready to append after the newest
@@ -319,7 +379,10 @@ class Journal:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise JournalError(f"cannot create the journal folder {self.folder}: {exc.strerror}") from None
+            from app.problems import explain
+
+            raise JournalError(explain(exc, self.folder.parent.parent) or
+                               f"cannot create the journal folder {self.folder}: {exc.strerror}") from None
         refuse_links(self.folder)
         try:
             return self._lock.acquire(wait_s)
@@ -376,7 +439,7 @@ class Journal:
     def _mend(self, seg: Path, good_end: int, size: int, last: int) -> tuple[int, int] | None:
         """The bytes after the last whole line: a line written whole but for its newline is
         finished; anything else is moved aside. Returns the new (end, last seq) if finished."""
-        with open(seg, "rb") as fh:
+        with open_regular(seg) as fh:
             fh.seek(good_end)
             tail = fh.read(size - good_end)
         whole = decode(tail + b"\n") if b"\n" not in tail else None
@@ -463,7 +526,7 @@ class Journal:
         out: list[Entry] = []
         for seg in segs[names.index(name):]:
             start = offset if seg.name == name else 0
-            with open(seg, "rb") as fh:
+            with open_regular(seg) as fh:
                 fh.seek(start)
                 data = fh.read()
             pos = start
@@ -486,10 +549,17 @@ class Journal:
         self.unlock()
 
 
+def read_blocks(path: Path, size: int = BLOCK) -> Iterator[bytes]:
+    """A data-folder file read in bounded pieces (only if it is a regular file)."""
+    with open_regular(path) as fh:
+        while block := fh.read(size):
+            yield block
+
+
 def _line_of(seg: Path, offset: int) -> int:
     """The 1-based line number that starts at ``offset``."""
     n = 1
-    with open(seg, "rb") as fh:
+    with open_regular(seg) as fh:
         remaining = offset
         while remaining > 0:
             block = fh.read(min(remaining, 1 << 20))

@@ -137,6 +137,18 @@ class MarkdownBook:
             ids.update(unmarker(i) for i in found)
         return ids
 
+    def messages(self) -> dict[str, Message]:
+        """Every message the files hold, read back from its block (the last copy wins) — the third copy
+        a rebuild takes back what neither the journal nor the index still has from. What a block cannot
+        say is approximate: its time is to the minute, its turn is unknown, its text as escaped."""
+        out: dict[str, Message] = {}
+        for path in self.all_files():
+            for b in _BLOCK.finditer(path.read_text(encoding="utf-8", errors="replace")):
+                m = _parse_block(unmarker(b.group("id")), b.group("body"), self.title)
+                if m is not None:
+                    out[m.id] = m
+        return out
+
     def live_times(self) -> list[int]:
         """When each live block was said (to the minute, from its heading)."""
         out = []
@@ -283,6 +295,32 @@ def _block_ms(body: str) -> int | None:
     if ts is None:
         return None
     return int(datetime.strptime(ts, "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp() * 1000)
+
+
+_HEADING = re.compile(r"### (?P<head>[^\n]*)\n<sub>id `(?P<id>[^`]*)` · conversation `(?P<conv>[^`]*)`</sub>\n\n"
+                      r"(?P<text>.*)\n\n$", re.S)
+_WHO = re.compile(r"^(?P<who>.*) \((?P<role>user|assistant|system)\)$")
+_UNESCAPE = re.compile(r"&lt;(?=[A-Za-z/!?])")
+
+
+def _parse_block(mid: str, body: str, project: str) -> Message | None:
+    """A block back into the message it shows (None if it does not read as one)."""
+    m = _HEADING.match(body)
+    ts = _block_ms(body)
+    if m is None or ts is None:
+        return None
+    bits = m.group("head").split(" · ")
+    who = bits[1] if len(bits) > 1 else "user"
+    role_m = _WHO.match(who)
+    role, speaker = (role_m.group("role"), role_m.group("who")) if role_m else (who, "")
+    if role not in ("user", "assistant", "system"):
+        return None
+    status = next((s for s, note in _STATUS_NOTE.items() if note in bits[2:]), "")
+    text = _UNESCAPE.sub("<", m.group("text"))
+    if not text.strip():
+        return None
+    return Message(id=mid, project=project, conversation_id=unmarker(m.group("conv")), role=role,
+                   speaker=_UNESCAPE.sub("<", speaker), text=text, ts_ms=ts, status=status)
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -15,14 +15,16 @@ import logging
 import os
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from app.core.extraction import Context, Extractor, Mention
+if TYPE_CHECKING:  # (imported where a message is read: a command that only lists projects never pays for it)
+    from app.core.extraction import Context, Extractor, Mention
 from app.core.ledger import UNSET, Current, Entry, Ledger
-from app.core.parameters import ANY, ParamSpec, format_value
+from app.core.parameters import ANY, ParamSpec, as_candidate, check_value, format_value
 from app.core.records import Message
-from app.durable import open_append, write_all
+from app.durable import NotRegularFile, UnsafePath, open_append, open_regular, read_regular, write_all
 
 log = logging.getLogger("kelvin.settings")
 
@@ -33,6 +35,7 @@ OP_SETTING_ADD = "setting.add"  # a setting the model pass found in a message
 OP_SETTING_SCENE = "setting.scene"  # a value read from a scene file (kelvin scene import, the Blender add-on)
 SETTING_OPS = (OP_SETTING_SET, OP_SETTING_UNSET, OP_SETTING_RETRACT, OP_SETTING_ADD, OP_SETTING_SCENE)
 _MESSAGE_OPS = ("message.add", "message.edit", "message.delete")
+MAX_STATE_BYTES = 16 * 1024 * 1024  # the ledger's position and conversation contexts: kilobytes
 
 
 class SettingsBook:
@@ -50,12 +53,17 @@ class SettingsBook:
         self._read_to: tuple[int, int] = (0, 0)  # settings.jsonl's inode and the bytes of it read so far
         self._contexts: dict[str, Context] = {}  # per conversation
         self._engine = ""  # the project's engine of late (a new conversation starts from it)
+        # an event this projection cannot apply (a value from an older Kelvin, a hand-edited line): it
+        # is set aside and said (the store records it beside the journal), and the rest goes on
+        self.on_unapplied: Callable[[object, BaseException], None] = \
+            lambda ev, exc: log.warning("journal event %s could not be applied to the settings ledger (%s: %s); "
+                                        "set aside", getattr(ev, "seq", "?"), type(exc).__name__, exc)
         self._load()
 
     # ---- loading ------------------------------------------------------------------------------------
     def _load(self) -> None:
         try:
-            state = json.loads(self._state_path.read_text(encoding="utf-8"))
+            state = json.loads(read_regular(self._state_path, MAX_STATE_BYTES))
             self.seq = int(state.get("seq", 0))
             self._lines = int(state.get("lines", 0))
             self._engine = str(state.get("engine", ""))
@@ -63,33 +71,42 @@ class SettingsBook:
                 self._contexts[str(cid)] = self._context_from_json(ctx)
         except FileNotFoundError:
             pass
-        except (ValueError, TypeError, AttributeError, OSError):
+        except (UnsafePath, NotRegularFile):
+            raise  # a link or a FIFO in its place: said as such, and nothing is rebuilt over it
+        except (ValueError, TypeError, AttributeError, OSError, RecursionError):
             log.warning("%s is unreadable; the settings ledger is rebuilt from the journal", self._state_path)
             self._reset()
             return
+        n = 0
         try:
-            self._read_log(0)
+            n = self._read_log(0)
         except FileNotFoundError:
-            if self._lines:  # the entries are gone but the state says there were some: read it all again
-                self._reset()
+            pass
+        if n < self._lines:  # gone, or an older copy: it holds less than the state says; read it all again
+            log.warning("%s holds %d of the %d entries Kelvin wrote (an older copy?); the settings ledger is rebuilt "
+                        "from the journal", self._log_path, n, self._lines)
+            self._reset()
 
-    def _read_log(self, start: int) -> None:
+    def _read_log(self, start: int) -> int:
         """Apply settings.jsonl's whole lines from byte ``start`` on (a line still being written by
-        another process is read next time)."""
-        with self._log_path.open("rb") as fh:
+        another process is read next time). Only a regular file is read. Returns the lines read."""
+        with open_regular(self._log_path) as fh:
             ino = os.fstat(fh.fileno()).st_ino
             fh.seek(start)
             data = fh.read()
         pos = start
-        for n, line in enumerate(data.splitlines(keepends=True), 1):
+        n = 0
+        for line in data.splitlines(keepends=True):
             if not line.endswith(b"\n"):
                 break
             pos += len(line)
+            n += 1
             try:
                 self._replay_line(json.loads(line))
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 log.warning("%s has a damaged line (%d bytes in); skipped", self._log_path, pos - len(line))
         self._read_to = (ino, pos)
+        return n
 
     def follow(self) -> None:
         """Catch up with what another Kelvin process projected: the entries it appended to
@@ -97,8 +114,8 @@ class SettingsBook:
         conversation's context). A file started again (a rebuild elsewhere) is read from the start."""
         with self._lock:
             try:
-                state = json.loads(self._state_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                state = json.loads(read_regular(self._state_path, MAX_STATE_BYTES))
+            except (OSError, ValueError, RecursionError):
                 return  # nothing projected yet, or being replaced: the next catch-up reads it
             try:
                 ino = self._log_path.stat().st_ino
@@ -131,7 +148,28 @@ class SettingsBook:
         if d.get("op") == "retract":
             self.ledger.retract(source_id=d.get("source_id", ""), entry_id=d.get("entry_id", ""))
         else:
-            self.ledger.add(Entry.from_json(d["entry"]))
+            self._add(Entry.from_json(d["entry"]))
+
+    def _add(self, entry: Entry) -> Entry | None:
+        """Add an entry whose value the ledger can hold: checked against its parameter's kind and range;
+        one that fails (a number too large to compare, written by an older Kelvin) becomes a candidate
+        kept as text, with why in its note — never a value that breaks every later comparison."""
+        # the rules and the model pass parse values against the parameter already; what came from outside
+        # (a scene, a hand-written value) is checked against its kind and range here too
+        spec = self.extractor.cat.specs.get(entry.key) if not entry.candidate and entry.by in ("artist", "scene") \
+            and entry.value is not None else None
+        try:
+            if spec is not None:
+                value, unit = check_value(spec, entry.value, entry.unit)
+                if value != entry.value or unit != entry.unit:
+                    entry = replace(entry, value=value, unit=unit)
+            elif (held := as_candidate(entry.value))[1]:
+                entry = replace(entry, value=held[0], candidate=True, note=_noted(entry.note, held[1]))
+        except ValueError as exc:
+            value, why = as_candidate(entry.value)
+            entry = replace(entry, parameter=f"{entry.parameter}_as_sent"[:80], name=f"{entry.name or entry.parameter} as sent",
+                            value=value, candidate=True, note=_noted(entry.note, why or str(exc)))
+        return entry if self.ledger.add(entry) else None
 
     # ---- projecting ---------------------------------------------------------------------------------
     def project(self, events: Iterable, lookup: Callable[[str], Message | None],
@@ -144,24 +182,36 @@ class SettingsBook:
                 if ev.seq <= self.seq:
                     continue
                 last = ev.seq
-                if ev.op in ("message.add", "message.restore"):
-                    lines += self._from_message(to_message(ev.data), ev.seq)
-                elif ev.op == "message.delete":
-                    lines += self._retract(ev.data["id"])
-                elif ev.op == "message.edit":
-                    lines += self._retract(ev.data["id"])
-                    msg = lookup(ev.data["id"])
-                    if msg is not None:
-                        lines += self._from_message(msg, ev.seq, edited_text=ev.data["text"])
-                elif ev.op in SETTING_OPS:
-                    lines += self._artist(ev.op, ev.data, ev.seq)
+                try:
+                    lines += self._apply(ev, lookup, to_message)
+                except OSError:
+                    raise  # the disk, not the event: the projection catches up later
+                except Exception as exc:  # noqa: BLE001 — one bad event must not stop the ledger for good
+                    self.on_unapplied(ev, exc)
             if last == self.seq:
                 return 0
             self.seq = last
             self._persist(lines)
         return len(lines)
 
+    def _apply(self, ev, lookup: Callable[[str], Message | None], to_message: Callable[[dict], Message]) -> list[dict]:
+        if ev.op in ("message.add", "message.restore"):
+            return self._from_message(to_message(ev.data), ev.seq)
+        if ev.op == "message.delete":
+            return self._retract(ev.data["id"])
+        if ev.op == "message.edit":
+            lines = self._retract(ev.data["id"])
+            msg = lookup(ev.data["id"])
+            if msg is not None:
+                lines += self._from_message(msg, ev.seq, edited_text=ev.data["text"])
+            return lines
+        if ev.op in SETTING_OPS:
+            return self._artist(ev.op, ev.data, ev.seq)
+        return []
+
     def _from_message(self, m: Message, seq: int, edited_text: str | None = None) -> list[dict]:
+        from app.core.extraction import Context
+
         ctx = self._contexts.get(m.conversation_id) or Context(engine=self._engine)
         if m.status in ("recall", "failed"):  # quotes of other messages, and no-replies, state nothing new
             return []
@@ -174,8 +224,8 @@ class SettingsBook:
         out = []
         for n, mention in enumerate(mentions):
             entry = self._entry(mention, f"{seq}.{n}", m.ts_ms, m.id, seq, "rules")
-            if self.ledger.add(entry):
-                out.append({"op": "add", "entry": entry.to_json()})
+            if kept := self._add(entry):
+                out.append({"op": "add", "entry": kept.to_json()})
         return out
 
     @staticmethod
@@ -190,11 +240,13 @@ class SettingsBook:
     def _artist(self, op: str, d: dict, seq: int) -> list[dict]:
         if op == OP_SETTING_ADD:
             value = d.get("value")
+            from app.core.extraction import Mention
+
             m = Mention(engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
                         value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
                         status=str(d["status"]), name=str(d.get("name") or ""), domain=str(d.get("domain") or "general"))
             entry = self._entry(m, f"{seq}.0", int(d["ts_ms"]), str(d.get("source_id") or ""), seq, "model")
-            return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
+            return [{"op": "add", "entry": kept.to_json()}] if (kept := self._add(entry)) else []
         if op == OP_SETTING_SCENE:  # applied, from the scene: the file and scene in the note
             value = d.get("value")
             entry = Entry(id=f"{seq}.0", engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
@@ -202,7 +254,7 @@ class SettingsBook:
                           status="applied", ts_ms=int(d["ts_ms"]), domain=str(d.get("domain") or "general"),
                           name=str(d.get("name") or ""), by="scene", candidate=bool(d.get("candidate")), order=seq,
                           note=str(d.get("note") or ""))
-            return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
+            return [{"op": "add", "entry": kept.to_json()}] if (kept := self._add(entry)) else []
         if op == OP_SETTING_RETRACT:
             gone = self.ledger.retract(entry_id=str(d.get("entry_id", "")))
             return [{"op": "retract", "entry_id": d.get("entry_id", "")}] if gone else []
@@ -212,7 +264,7 @@ class SettingsBook:
                       status="applied" if op == OP_SETTING_SET else UNSET, ts_ms=int(d["ts_ms"]),
                       domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""), by="artist",
                       order=seq, note=str(d.get("note") or ""))
-        return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
+        return [{"op": "add", "entry": kept.to_json()}] if (kept := self._add(entry)) else []
 
     def _persist(self, lines: list[dict]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -242,6 +294,8 @@ class SettingsBook:
                 "applied": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.applied]}
 
     def _context_from_json(self, d: dict) -> Context:
+        from app.core.extraction import Context, Mention
+
         specs = self.extractor.cat.specs
 
         def mention(j: dict) -> Mention:
@@ -315,3 +369,7 @@ class SettingsBook:
             self.project(events, lookup, to_message)
             if not self._md_path.exists():
                 self._write_markdown()
+
+
+def _noted(note: str, why: str) -> str:
+    return f"{note} · {why}"[:200] if note else why[:200]

@@ -30,7 +30,7 @@ from app.core.dates import as_read, long_day
 from app.core.dates import written as written_on
 from app.core.parameters import format_value
 from app.core.records import Message, RecordError, now_ms
-from app.durable import append_durably, write_atomically
+from app.durable import append_durably, read_regular, write_atomically
 from app.llm.errors import OllamaUnavailable
 from app.memory.index import Filters
 from app.services.settings_ledger import engine_label
@@ -131,8 +131,9 @@ class BriefBuilder:
 
     def state(self, project: str | None = None) -> dict:
         try:
-            return json.loads((self.folder(project) / STATE_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(read_regular(self.folder(project) / STATE_FILE, 1 << 20))
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError, RecursionError):
             return {}
 
     def default_since(self, project: str | None = None) -> int:
@@ -157,6 +158,12 @@ class BriefBuilder:
             raise BriefFailed(f"project {project!r} has no memory yet: nothing to brief")
         self.memory.flush()
         since = self.default_since(project) if since_ms is None else since_ms
+        st = self.state(project)
+        if since_ms is None and st.get("last_ms") and self._has_content(store.folder / BRIEF_FILE) \
+                and not self._said_since(store, st):
+            # a second brief the same day covers the day again, but only when something was said since
+            raise NothingNew(f"nothing new since the last brief ({_iso(int(st['last_ms'])).replace('T', ' ')[:16]}): "
+                             f"the brief is unchanged ({store.folder / BRIEF_FILE})")
         messages = self._messages(project, since)
         if not messages and self._has_content(store.folder / BRIEF_FILE):
             raise NothingNew(f"nothing new since {written_on(since) if since else 'the start'}: "
@@ -282,9 +289,17 @@ class BriefBuilder:
     @staticmethod
     def _has_content(path: Path) -> bool:
         try:
-            return bool(path.read_text(encoding="utf-8").strip())
+            return bool(read_regular(path, 64 * 2**20).decode("utf-8").strip())
         except (OSError, UnicodeDecodeError):
             return False
+
+    def _said_since(self, store, st: dict) -> bool:
+        """Whether a message was said, imported, edited or deleted since the last brief: journal events
+        after the one the brief recorded (a brief from an older Kelvin: messages dated after it)."""
+        last_seq = st.get("last_seq")
+        if isinstance(last_seq, int) and not isinstance(last_seq, bool):
+            return any(e.op.startswith("message.") for e in store.journal.read(after_seq=last_seq))
+        return bool(self.memory.message_ids(store.name, Filters(since_ms=int(st["last_ms"]))))
 
     def _messages(self, project: str, since: int) -> list[Message]:
         ids = self.memory.message_ids(project, Filters(since_ms=since or None))
@@ -316,8 +331,11 @@ class BriefBuilder:
                 self.memory.forget(old_memory, result.project)  # the archive keeps the old brief whole
             except RecordError:
                 pass
+        self.memory.flush()
         write_atomically(folder / STATE_FILE, json.dumps({"last_ms": result.written_ms, "since_ms": since,
-                                                          "memory_id": mem.id}, indent=1))
+                                                          "memory_id": mem.id,
+                                                          "last_seq": self.memory.store(result.project).journal.last_seq()},
+                                                         indent=1))
 
     @staticmethod
     def _memory_text(result: BriefResult) -> str:

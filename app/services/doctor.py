@@ -152,6 +152,7 @@ def _store(settings: Config, memory) -> Check:
 def journal(name: str, memory) -> Check:
     """Every journal line's checksum, and what was set aside (torn tails, damaged lines) and is still
     there: reported until the artist has looked at it and removed the file."""
+    from app.memory import completeness
     from app.memory.journal import JournalError
 
     try:
@@ -163,12 +164,15 @@ def journal(name: str, memory) -> Check:
         events = sum(1 for _ in reader.read())
         damaged = reader.damaged_lines - before
         aside = reader.set_aside()
+        gaps = completeness.unexplained(reader)  # numbers no event holds, that nothing accounts for yet
     except (JournalError, OSError, ValueError) as exc:
         return Check("journal", FAIL, f"project {name!r}: the journal cannot be read: {exc}",
                      "check the disk; the journal is the source of truth, do not delete it")
-    if not damaged and not aside:
-        return Check("journal", OK, f"project {name!r}: {events:,} events, every checksum good")
+    if not damaged and not aside and not gaps:
+        return Check("journal", OK, f"project {name!r}: {events:,} events, numbered without a gap, every checksum good")
     said = [r.describe() for r in aside]
+    said += [f"{gap.describe()}; what the index or the Markdown still holds of them is taken back when Kelvin next "
+             "writes this project" for gap in gaps]
     if damaged > sum(r.kind == "damaged" for r in aside):
         said.append(f"{damaged} damaged line(s), set aside when Kelvin next writes this project")
     return Check("journal", WARN, f"project {name!r}: {events:,} events readable; " + "; ".join(said),

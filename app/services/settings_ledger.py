@@ -11,7 +11,7 @@ import re
 
 from app.core.context import when
 from app.core.ledger import Current, Entry
-from app.core.parameters import ANY, ParamSpec, format_value, parse_value, tokens
+from app.core.parameters import ANY, ParamSpec, check_value, format_value, parse_value, tokens
 from app.core.records import RecordError, check_name, now_ms
 from app.core.scene import Difference, Scene, SceneValue, difference_line, differences
 from app.memory.settings_book import (OP_SETTING_RETRACT, OP_SETTING_SCENE, OP_SETTING_SET, OP_SETTING_UNSET,
@@ -83,8 +83,8 @@ class SettingsLedger:
     # ---- the artist's corrections --------------------------------------------------------------------
     def set(self, name: str, value: str, engine: str | None = None, project: str | None = None, note: str = "") -> Entry:
         spec = self._one(name, engine, project)
-        try:
-            parsed, unit = parse_value(spec, value)
+        try:  # its kind and range, before anything is journaled
+            parsed, unit = check_value(spec, *parse_value(spec, value))
         except ValueError as exc:
             raise RecordError(str(exc)) from None
         event = {"engine": spec.engine, "parameter": spec.key, "value": list(parsed) if isinstance(parsed, tuple) else parsed,
@@ -95,7 +95,12 @@ class SettingsLedger:
 
     def confirm(self, entry: Entry, project: str | None = None, note: str = "confirmed in the chat") -> Entry:
         """The artist confirms a value Kelvin found in the conversation: it is applied, by the artist."""
-        value = list(entry.value) if isinstance(entry.value, tuple) else entry.value
+        spec = self.catalogue.specs.get(entry.key)
+        try:  # checked again before it is journaled: the entry may come from an older Kelvin's ledger
+            checked, _unit = check_value(spec, entry.value, entry.unit) if spec is not None else (entry.value, "")
+        except ValueError as exc:
+            raise RecordError(f"{entry.name or entry.parameter}: {exc}") from None
+        value = list(checked) if isinstance(checked, tuple) else checked
         event = {"engine": entry.engine, "parameter": entry.parameter, "value": value, "unit": entry.unit,
                  "ts_ms": now_ms(), "name": entry.name, "domain": entry.domain, "note": note[:200]}
         store = self.memory.store(project)
