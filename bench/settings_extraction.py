@@ -153,9 +153,10 @@ def run(extractor, sessions, finals, model_pass: ModelPass | None = None, read_s
             for n, m in enumerate(got):
                 ledger.add(to_entry(m, i, n))
         currents = ledger.currents()
+        asserted = [cur for cur in currents  # (a value to confirm, or only in a file, is not asserted)
+                    if not getattr(cur, "unsure", False) and getattr(cur, "decision", True) is not None]
         have = [(cur.entry.engine, cur.entry.parameter, norm_value(cur.entry.value), "",
-                 scope_name(getattr(cur.entry, "scope", "")) if scoped else "")
-                for cur in currents if not getattr(cur, "unsure", False)]
+                 scope_name(getattr(cur.entry, "scope", "")) if scoped else "") for cur in asserted]
         unsure = sum(bool(getattr(cur, "unsure", False)) for cur in currents)
         want = [mention_key({**f, "status": ""}, with_scope=scoped) for f in finals.get(sid, [])]
         for acc in (total, mine):
@@ -217,6 +218,7 @@ def timing(extractor, tagger, texts: list[str], reps: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--without", default="", help="labelled sets to leave out, by name: o,p,q")
     ap.add_argument("--reps", type=int, default=20, help="timing passes over every message (0: quality only)")
     ap.add_argument("--model", default="", help="also run the optional model pass with this Ollama model")
     ap.add_argument("--host", default=os.environ.get("KELVIN_OLLAMA_HOST", "http://127.0.0.1:11434"),
@@ -226,6 +228,8 @@ def main() -> None:
     taxonomy = load_taxonomy()
     extractor, tagger = load_extractor(taxonomy), load_tagger(taxonomy)
     sessions, finals = load(args.data)
+    left_out = {x.strip() for x in args.without.split(",") if x.strip()}
+    sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in left_out}
     rows = [r for rs in sessions.values() for r in rs]
     model_pass = ModelPass(args.host, args.model, args.cpu) if args.model else None
     try:

@@ -401,7 +401,7 @@ def test_the_settings_table_shows_current_values_history_and_takes_corrections(q
         qtmodeltester.check(panel.current)
         rows = {panel.current.index(r, 1).data(): r for r in range(2)}
         row = rows["GI clamp"]
-        assert [panel.current.index(row, c).data() for c in (0, 2, 4, 5)] == ["Octane", "10", "chat", "25"]
+        assert [panel.current.index(row, c).data() for c in (0, 2, 3, 5, 6)] == ["Octane", "10", "", "chat", "25"]
         panel.table.selectRow(row)
         qtbot.waitUntil(lambda: panel.history.rowCount() == 2, timeout=10_000)
         qtmodeltester.check(panel.history)
