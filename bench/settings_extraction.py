@@ -218,6 +218,7 @@ def timing(extractor, tagger, texts: list[str], reps: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--rules-only", action="store_true", help="statuses by the rules alone (no status model)")
     ap.add_argument("--without", default="", help="labelled sets to leave out, by name: o,p,q")
     ap.add_argument("--reps", type=int, default=20, help="timing passes over every message (0: quality only)")
     ap.add_argument("--model", default="", help="also run the optional model pass with this Ollama model")
@@ -227,6 +228,8 @@ def main() -> None:
     args = ap.parse_args()
     taxonomy = load_taxonomy()
     extractor, tagger = load_extractor(taxonomy), load_tagger(taxonomy)
+    if args.rules_only:
+        extractor.status_model = None
     sessions, finals = load(args.data)
     left_out = {x.strip() for x in args.without.split(",") if x.strip()}
     sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in left_out}
@@ -245,6 +248,9 @@ def main() -> None:
                  "messages_with_settings": sum(bool(r.get("expected")) for r in rows),
                  "labelled_mentions": dict(Counter(m["status"] for r in rows for m in r.get("expected", []))),
                  "parameters_in_taxonomy": len(extractor.cat.specs)},
+        "status_model": None if extractor.status_model is None else {
+            "sure": extractor.status_model.sure, "doubt": extractor.status_model.doubt,
+            "features": len(extractor.status_model.weights)},
         "quality": quality,
         "model_pass": model_pass.stats if model_pass else None,
         "by_file": by_file,

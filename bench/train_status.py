@@ -3,7 +3,9 @@
 Every labelled session goes through the rule extractor in order (the rules alone, with the context
 they carry); each (parameter, value) they read becomes one training row: its features
 (``app.core.status_model.features``) and its label — the status the labeller gave that parameter and
-value in that message, or ``none`` when the labels have no such setting there. A multinomial logistic
+value in that message, or ``none`` when the labels have no such setting there. The generated plain
+statements of every parameter (``tests/support/statement_matrix.py``, the test of issue 24) are
+training rows too, in every fold (a group never scored). A multinomial logistic
 regression (L2, full-batch Adam from zeros: deterministic) is fitted on those rows.
 
 ``--cv`` scores the model by **leave-one-set-out cross-validation**: for each labelled set (``lead``
@@ -36,9 +38,10 @@ from ledger_scoring import mention_key  # noqa: E402
 
 from app.core import extraction as X  # noqa: E402
 from app.core.parameters import same_value  # noqa: E402
-from app.core.status_model import CLASSES, NONE, StatusModel, features  # noqa: E402
+from app.core.status_model import CLASSES, NONE, Sentence, StatusModel, features  # noqa: E402
 
 OUT = ROOT / "resources" / "status_model.json"
+sys.path.insert(0, str(ROOT))  # tests.support.statement_matrix: the generated plain statements
 EXCLUDED = {"o", "p", "q"}  # the blind set of issue 30: scored, never trained on
 
 
@@ -57,7 +60,7 @@ def rows_of(extractor, sessions: dict) -> list[tuple[str, list[str], str]]:
             ctx = X.Context()
             for row in rows:
                 text = X._layout(row["text"][:X.MAX_TEXT])
-                sentences = X._sentences(text)
+                sentences = [Sentence(x, extractor.cat) for x in X._sentences(text)]
                 before = ctx
                 got, ctx = extractor.extract(row["text"], row["role"], ctx)
                 labels = [mention_key(m, with_scope=False) for m in row.get("expected", [])]
@@ -68,6 +71,34 @@ def rows_of(extractor, sessions: dict) -> list[tuple[str, list[str], str]]:
                     label = _align(m, left)
                     out.append((group_of(sid), features(m, n, got, sentences, row["role"], before, extractor.cat),
                                 label))
+    finally:
+        extractor.status_model = model
+        extractor.guess = False
+    return out
+
+
+def matrix_rows(extractor) -> list[tuple[str, list[str], str]]:
+    """The generated plain statements of every parameter (tests/support/statement_matrix.py, the
+    project's own specification of the plain cases, issue 24) as training rows of a group of their own,
+    "matrix": trained on in every fold, never scored as a held-out set."""
+    from tests.support.statement_matrix import rows as statements
+
+    out = []
+    model, extractor.status_model = extractor.status_model, None
+    extractor.guess = True
+    try:
+        for r in statements(extractor):
+            ctx = X.Context(engine=r.engine)
+            sentences = [Sentence(x, extractor.cat) for x in X._sentences(X._layout(r.text))]
+            got, _ = extractor.extract(r.text, r.role, ctx)
+            left = [(w.engine or "", w.parameter, se.norm_value(w.value), w.status, "") for w in r.expected]
+            for n, m in enumerate(got):
+                if m.candidate:
+                    continue
+                label = _align(m, left)
+                if label == NONE and r.unnamed_rejection and m.value is None and m.status == "rejected":
+                    label = "rejected"  # "back to N" may turn down the value in use, unnamed
+                out.append(("matrix", features(m, n, got, sentences, r.role, ctx, extractor.cat), label))
     finally:
         extractor.status_model = model
         extractor.guess = False
@@ -137,13 +168,14 @@ def main() -> None:
     ap.add_argument("--precision", type=float, default=0.97, help="current-value precision the threshold aims at")
     ap.add_argument("--sure", type=float, nargs="*", default=[0.5, 0.6, 0.7, 0.8, 0.9])
     ap.add_argument("--doubt", type=float, nargs="*", default=[1.0])
+    ap.add_argument("--recall", type=float, default=0.85, help="current-value recall the threshold must keep")
     args = ap.parse_args()
     extractor = se.load_extractor(se.load_taxonomy())
     extractor.status_model = None
     sessions, finals = se.load(args.data)
     sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in EXCLUDED}
-    rows = rows_of(extractor, sessions)
-    groups = sorted({g for g, _, _ in rows})
+    rows = rows_of(extractor, sessions) + matrix_rows(extractor)
+    groups = sorted({g for g, _, _ in rows} - {"matrix"})
     doc: dict = {"rows": len(rows), "labels": dict(Counter(label for _, _, label in rows)), "groups": groups}
     if args.cv:
         folds = {}
@@ -163,15 +195,33 @@ def main() -> None:
                                               "per_set": {g: brief(q) for g, q in per_group.items()}}
         doc["cv"] = by_sure
     if args.write:
-        ok = [v for v in doc.get("cv", {}).values() if v["pooled"]["current_values"]["precision"] >= args.precision]
-        best = max(ok, key=lambda v: v["pooled"]["current_values"]["recall"]) if ok else None
+        best = choose(list(doc.get("cv", {}).values()), args.precision, args.recall)
         sure, doubt = (best["sure"], best["doubt"]) if best else (max(args.sure), min(args.doubt))
+        doc["chosen"] = {"sure": sure, "doubt": doubt, "why": best.get("why") if best else "no --cv: the most careful"}
         weights = fit(rows)
         OUT.write_text(json.dumps({"about": "Kelvin's status model (issue 30): bench/train_status.py --cv --write",
                                    "classes": list(CLASSES), "sure": sure, "doubt": doubt, "trained_on": groups, "rows": len(rows),
                                    "weights": weights}, separators=(",", ":")) + "\n", encoding="utf-8")
         doc["written"] = {"path": str(OUT.relative_to(ROOT)), "features": len(weights), "sure": sure, "doubt": doubt}
     print(json.dumps(doc, indent=1))
+
+
+def choose(runs: list[dict], precision: float, recall: float) -> dict | None:
+    """The thresholds, from the held-out readings: the highest recall among those that reach the
+    precision aimed at; else the highest precision among those that keep the recall; else the best F1."""
+    def cur(v):
+        return v["pooled"]["current_values"]
+    for pick, why in ((lambda: max((v for v in runs if cur(v)["precision"] >= precision), key=lambda v: cur(v)["recall"]),
+                       f"the highest recall with precision >= {precision}"),
+                      (lambda: max((v for v in runs if cur(v)["recall"] >= recall), key=lambda v: cur(v)["precision"]),
+                       f"no setting reaches precision {precision}: the highest precision with recall >= {recall}"),
+                      (lambda: max(runs, key=lambda v: 2 * cur(v)["precision"] * cur(v)["recall"]
+                                   / max(1e-9, cur(v)["precision"] + cur(v)["recall"])), "the best F1")):
+        try:
+            return {**pick(), "why": why}
+        except ValueError:
+            continue
+    return None
 
 
 def brief(q: dict) -> dict:

@@ -472,6 +472,46 @@ def test_settings_the_turn_stated_become_chips_the_artist_confirms_corrects_or_t
         assert all(e.id != other[0].entry.id for e in ledger.book().history("octane", "max_samples"))
 
 
+def test_a_value_kelvin_is_unsure_of_is_asked_on_the_chip_and_marked_in_the_settings_tab(qtbot, window, monkeypatch):
+    """Issue 30: an unsure reading is never shown as decided — the chip asks "256 or 128 for brute-force
+    rays?", the Settings tab says "to confirm", and ✓ on the chip decides. The shipped status model is
+    used with its threshold raised so that every reading of the turn is unsure."""
+    from dataclasses import replace as with_
+
+    import app.services.memory as memory_service
+    from app.ui.settings_view import TO_CONFIRM
+
+    shipped = memory_service.load_status_model()
+    assert shipped is not None
+    monkeypatch.setattr(memory_service, "load_status_model", lambda: with_(shipped, sure=1.01))
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        srv.queue_reply("Then keep it; the blotches at 128 are the light cache, not the rays.")
+        send(qtbot, w, "Redshift, the atrium. No, keep brute force rays at 256, it was blotchy at 128.")
+        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        answer = w.chat.entries[-1]  # the turn's settings are chips under its answer
+        qtbot.waitUntil(lambda: any(c.asks for c in answer.chips), timeout=10_000)
+        text = w.chat.transcript.toPlainText()
+        assert "to confirm: 256 or 128 for brute-force rays?" in text
+        ledger = w.services.conversation.ledger
+        cur = ledger.current_of(("redshift", "brute_force_rays"))
+        assert cur.unsure and cur.decision is None  # nothing asserted
+        # the Settings tab marks it
+        _open_browser(qtbot, w)
+        panel = w.memory.settings
+        w.memory.pages.setCurrentWidget(panel)
+        qtbot.waitUntil(lambda: panel.current.rowCount() == 1, timeout=10_000)
+        cell = panel.current.index(0, 2)
+        assert cell.data() == "256 or 128 — to confirm" and cell.data(Qt.ItemDataRole.ForegroundRole) == TO_CONFIRM
+        assert "1 to confirm: 256 or 128 for brute-force rays?" in panel.count.text()
+        # ✓ on the chip of 256 decides it, by the artist
+        chip = next(c for c in answer.chips if c.entry.value == 256)
+        w.chat.chip_action.emit("confirm", chip, "")
+        qtbot.waitUntil(lambda: not ledger.current_of(("redshift", "brute_force_rays")).unsure, timeout=10_000)
+        now = ledger.current_of(("redshift", "brute_force_rays"))
+        assert (now.decision.value, now.decision.by) == (256, "artist")
+
+
 def test_end_of_day_writes_the_brief_with_progress_shows_it_and_cancel_keeps_the_old_one(qtbot, window):
     from app.services.brief import BRIEF_FILE
 

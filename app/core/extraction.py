@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from app.core import parameters as P
 from app.core.answer_tables import compared
 from app.core.parameters import ANY, Catalogue, ParamSpec, Value
-from app.core.scopes import scope_of
-from app.core.status_model import StatusModel, locate
+from app.core.scopes import OBJECT_KEYS, scope_of
+from app.core.status_model import Sentence, StatusModel, locate
 from app.core.status_model import read as read_status
 
 APPLIED, PROPOSED, REJECTED = "applied", "proposed", "rejected"
@@ -34,7 +34,7 @@ _JOIN = {"@", "already", "still", "currently", "all", "actually", "locked", "rea
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and", "on"}  # "did 10 on the clamp"
 
 _QUESTION_START = {"should", "could", "can", "would", "what", "how", "shall", "is", "does", "do", "why", "which"}
-_PROPOSAL = ("try", "trying", "maybe", "perhaps", "could", "might", "what if", "what about", "how about",
+_PROPOSAL = ("idea", "try", "trying", "maybe", "perhaps", "could", "might", "what if", "what about", "how about",
              "consider", "thinking about", "thinking of", "suggest", "recommend", "i'd", "i would", "you'd",
              "start with", "worth", "experiment", "test with", "testing", "let's see if", "see if", "option",
              "would", "probably", "possibly", "wondering", "planning", "plan to", "want to try",
@@ -209,6 +209,7 @@ class Extractor:
         past: set[int] = set()  # the sentences told in the past tense ("out-of-core was off")
         before: list[str] = []  # the previous sentence's words
         sentences = _sentences(text)
+        said = [Sentence(x, self.cat) for x in sentences]  # tokens and names, worked out once if needed
         guesses: list[Mention] = []
         for n_sentence, sentence in enumerate(sentences):
             toks = [self._fix(t) for t, _ in P.tokens(sentence)]
@@ -244,7 +245,7 @@ class Extractor:
                     grew = True
             if grew:
                 here_so_far = tuple(named.values()) + tuple(s for k, s in mentioned.items() if k not in named)
-            got = [replace(m, sentence=n_sentence, scope=self._scope(m, sentence)) for m in got]
+            got = [replace(m, sentence=n_sentence, scope=self._scope(m, said[n_sentence])) for m in got]
             if self.guess or self.status_model is not None:
                 guesses += self._guesses(toks, found, got, engine_ctx, running, status, n_sentence)
             out.extend(got)
@@ -258,7 +259,7 @@ class Extractor:
             out = [replace(m, status=REJECTED) if m.before else m for m in out]
         out += guesses
         if self.status_model is not None:
-            out = read_status(self.status_model, out, sentences, role, ctx, self.cat)
+            out = read_status(self.status_model, out, said, role, ctx, self.cat)
         proposals = tuple(m for m in out if m.status == PROPOSED and not m.candidate)
         applied = tuple(m for m in out if m.status == APPLIED and not m.candidate)
         new_ctx = Context(
@@ -368,26 +369,25 @@ class Extractor:
             out += self._candidates(toks, found, used, status, engine_ctx)
         return out
 
-    def _scope(self, m: Mention, sentence: str) -> str:
+    def _scope(self, m: Mention, said: Sentence) -> str:
         """The named light, camera, output or object the value belongs to ("" render-wide)."""
         spec = self.cat.specs.get((m.engine, m.parameter))
         if spec is None or m.candidate:
             return ""
-        raw = P.tokens(sentence)
+        if not (spec.key in OBJECT_KEYS or _FOR_NAMED.search(said.text)):
+            return ""  # a render setting said with no "on/for the … frames|layer": render-wide
         toks: list[str] = []
         end = 0
-        for tok, at in raw:  # the words, with the clause marks the tokens leave out
-            if re.search(r"[,;—–(]|\s-\s", sentence[end:at]):
+        for tok, at in said.toks:  # the words, with the clause marks the tokens leave out
+            if re.search(r"[,;—–(]|\s-\s", said.text[end:at]):
                 toks.append(",")
             toks.append(tok)
             end = at + len(tok)
-        words = [t for t in toks if t != ","]
-        where = locate(m, raw, self.cat)
+        where = locate(m, said, self.cat)
         if where < 0 and m.value is not None and not isinstance(m.value, bool):
             return ""
         at = -1 if where < 0 else _nth_word(toks, where)
-        names = [(_nth_word(toks, s), _nth_word(toks, e - 1) + 1) for s, e, w in self.cat.find(words)
-                 if not isinstance(w, str) and any(x.ident == spec.ident for x in w)]
+        names = [(_nth_word(toks, s), _nth_word(toks, e - 1) + 1) for s, e in said.names(spec.ident)]
         return scope_of(spec, toks, at, names)
 
     def _guesses(self, toks: list[str], found, got: list[Mention], engine: str, ctx: Context, status: str,
@@ -408,8 +408,12 @@ class Extractor:
                 continue
             if any(P.same_value(num.value, v) for v in values) or any(t in self._engine_words for t in toks[i - 1:i]):
                 continue
+            if not named and self._other_subject(toks, i, set()):
+                continue  # "Density back to 2.2": something the catalogue does not know
             choices = [("named", spec) for s, spec in sorted(named, key=lambda p: (p[0] > i, abs(i - p[0])))]
-            choices += [("sentence", spec) for spec in read] + [("context", spec) for spec in reversed(ctx.last[-3:])]
+            choices += [("sentence", spec) for spec in read]
+            if not any(not isinstance(w, str) for _, _, w in found):  # a sentence naming no parameter at all
+                choices += [("context", spec) for spec in reversed(ctx.last[-3:])]
             for how, spec in choices:
                 got_value = P.number_for(spec, num) if spec.kind in ("int", "number") else None
                 if got_value is not None:
@@ -769,6 +773,8 @@ class Extractor:
             if i in used:
                 break
             b = P.bool_word(toks[i])
+            if toks[i] == "on" and toks[i + 1:i + 2] and toks[i + 1] in _DETERMINERS:
+                break  # "depth of field on the dial": a place, not a switch
             if b is not None and toks[i] not in ("no", "none"):
                 used.add(i)
                 for k in range(i + 1, min(len(toks), i + 4)):  # "was off, on now", "off before, now on"
@@ -1235,6 +1241,10 @@ _PRODUCTS = {"octane", "redshift", "arnold", "cycles", "vray", "v-ray", "karma",
 _COMPARED = {"match", "matching", "like", "than", "vs", "versus", "compared", "unlike", "similar"}
 _LEFT_FROM = {"come", "coming", "came", "switching", "switched", "moved", "moving", "migrating", "migrated", "converted",
               "converting", "ported", "porting"}  # "having come from V-Ray": the engine left behind
+_FOR_NAMED = re.compile(r"\b(?:on|for|in)\s+(?:the\s+|my\s+|our\s+)?[\w-]+(?:\s+[\w-]+){0,2}\s+"
+                        r"(?:frames|shots|renders|stills|layer|output|versions?|plates?)\b|_", re.IGNORECASE)
+_DETERMINERS = {"the", "a", "an", "my", "our", "this", "that", "these", "those", "all", "every", "both", "each", "his",
+                "her", "their", "your"}
 _OTHER_UNITS = {"w", "watt", "watts", "kelvin", "mm", "ev", "degrees", "°"}  # a number said with one is that unit's
 _HDRI_WORDS = {"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}
 _DEGREES = {"°", "deg", "degrees", "degree"}

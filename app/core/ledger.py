@@ -83,6 +83,7 @@ class Current:
     changed: int  # how many times an applied value replaced another
     pending: Entry | None = None  # an unsure reading since the decision: the value to confirm (or a doubt)
     held: Entry | None = None  # the last scene's value (file and scene in its note)
+    doubts: tuple[Entry, ...] = ()  # every unsure reading of the message that left it to confirm
 
     @property
     def entry(self) -> Entry:
@@ -98,9 +99,10 @@ class Current:
 
     @property
     def alternatives(self) -> list[Entry]:
-        """The values a question to the artist offers: the one in doubt and the one decided."""
-        out = [e for e in (self.pending, self.decision) if e is not None and e.value is not None]
-        return [e for n, e in enumerate(out) if not any(same_value(e.value, o.value) for o in out[:n])]
+        """The values a question to the artist offers: the ones in doubt in the order they were said,
+        then the one decided ("No, keep 256 … blotchy at 128" → "256 or 128 for brute-force rays?")."""
+        said = [e for e in (*self.doubts, self.decision) if e is not None and e.value is not None]
+        return [e for n, e in enumerate(said) if not any(same_value(e.value, o.value) for o in said[:n])]
 
     @property
     def differs(self) -> bool:
@@ -147,22 +149,19 @@ def fold(history: list[Entry]) -> Current | None:
     """The setting after ``history`` (one parameter and scope, any order)."""
     stack: list[Entry] = []
     changes = 0
-    pending: Entry | None = None
+    doubts: list[Entry] = []  # the unsure readings of the last message that had any, since the decision
     held: Entry | None = None
     for e in in_order(history):
         if e.by == "scene":
             held = e
             continue
         if not e.sure and e.status in (APPLIED, REJECTED):
-            if e.status == APPLIED and stack and same_value(stack[-1].value, e.value):
-                continue  # says again what is decided: nothing to ask
-            if e.status == REJECTED and not (stack and (e.value is None or same_value(stack[-1].value, e.value))) \
-                    and not (pending is not None and e.value is not None and same_value(pending.value, e.value)):
-                continue  # doubts a value that is not in force: nothing to ask
-            pending = e
+            if doubts and (doubts[-1].source_id, doubts[-1].order) != (e.source_id, e.order):
+                doubts = []  # a newer message is in doubt: its readings are the question
+            doubts.append(e)
             continue
         if e.status == APPLIED:
-            pending = None
+            doubts = []
             if stack and same_value(stack[-1].value, e.value):
                 stack[-1] = e  # said again: the latest source and time, not a change
                 continue
@@ -170,20 +169,40 @@ def fold(history: list[Entry]) -> Current | None:
                 changes += 1
             stack.append(e)
         elif e.status == REJECTED:
-            if pending is not None and (e.value is None or same_value(pending.value, e.value)):
-                pending = None  # the value in doubt is turned down: the decision stands
+            if doubts and (e.value is None or any(d.value is not None and same_value(d.value, e.value) for d in doubts)):
+                doubts = []  # the value in doubt is turned down: the decision stands
                 continue
             if stack and (e.value is None or same_value(stack[-1].value, e.value)):
                 stack.pop()
                 changes += 1
-                pending = None
+                doubts = []
         elif e.status == UNSET:
             stack.clear()
-            pending = None
-    if not stack and pending is None and held is None:
+            doubts = []
+    decision = stack[-1] if stack else None
+    if doubts and not _asks(doubts, decision):
+        doubts = []
+    if decision is None and not doubts and held is None:
         return None
-    return Current(decision=stack[-1] if stack else None, previous=stack[-2] if len(stack) > 1 else None,
-                   changed=changes, pending=pending, held=held)
+    return Current(decision=decision, previous=stack[-2] if len(stack) > 1 else None, changed=changes,
+                   pending=doubts[-1] if doubts else None, held=held, doubts=tuple(doubts))
+
+
+def _asks(doubts: list[Entry], decision: Entry | None) -> bool:
+    """Unsure readings leave a question only if one of them could change what stands: a value other
+    than the decided one said as applied (or as turned down, when nothing is decided), or the decided
+    value itself doubted."""
+    for d in doubts:
+        if d.value is None:
+            if d.status == REJECTED and decision is not None:
+                return True  # "that didn't help?": the decision is in doubt
+            continue
+        same = decision is not None and same_value(decision.value, d.value)
+        if d.status == APPLIED and not same:
+            return True
+        if d.status == REJECTED and (same or decision is None):
+            return True
+    return False
 
 
 class Ledger:

@@ -27,6 +27,7 @@ LIGHT_KEYS = {"light_temperature", "light_power", "light_intensity"}
 CAMERA_KEYS = {"focal_length", "f_stop", "shutter_speed", "iso", "focus_distance", "sensor_width", "depth_of_field",
                "shutter_angle", "aperture"}
 OUTPUT_KEYS = {"resolution", "resolution_percentage"}
+OBJECT_KEYS = LIGHT_KEYS | CAMERA_KEYS | OUTPUT_KEYS
 SCENE_CAMERA_KEYS = {"focal_length", "sensor_width", "depth_of_field", "f_stop", "focus_distance"}  # the camera's own
 
 # words that never name an object: function words, verbs, stages of work, times, quantities
@@ -112,8 +113,8 @@ def scope_of(spec: ParamSpec, toks: list[str], at: int, names: list[tuple[int, i
                 k += 1
             if words and k < hi and toks[k] in _FOR_OBJECT and not (set(words) & _NOT_A_NAME):
                 return scope_key(" ".join(words))
-    if not objectish:
-        return ""
+    if not objectish or spec.kind == "bool":
+        return ""  # ("shallow depth of field" names no camera: a switch is scoped only by an identifier)
     # the noun phrase right before the value or its parameter's name: "key light at 5600K",
     # "the fireplace at 1900K", "hero resolution 3840x2160", "the turntable's 1920x1080"
     start = at

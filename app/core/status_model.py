@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from app.core import parameters as P
@@ -38,20 +39,23 @@ for _cls, _words in {
     "back": "back revert reverted reverting undo undid undone restore restored return returned rollback rolled",
     "alt": "instead rather than vs versus or either",
     "ask": "would should could might maybe perhaps try trying consider suggest suggestion what how whether "
-           "wondering thinking idea option perhaps shall worth recommend",
+           "wondering thinking idea ideas option perhaps shall worth recommend proposal",
     "if": "if unless",
     "past": "was were had tried tested been did previously before earlier originally yesterday",
     "now": "now currently current final finally it's is are",
     "change": "set went go going switched switch changed change moved bumped dropped raised lowered using use "
               "put landed settled upped cranked pushed pulled reduced increased halved doubled enabled disabled "
               "turned chose picked applied locked made",
-    "bad": "worse worst blotchy noisy noise slow slower grainy flicker flickers flickering fireflies firefly "
-           "artifacts banding muddy dirty dull flat mushy crunchy splotchy ugly broke crashed crash waste wasted "
-           "expensive overkill forever hated hate killed kills boiling soft blurry harsh dark problem issue wrong "
-           "bad smeary blown clipped",
+    "bad": "worse worst blotchy noisy slow slower grainy flickering muddy dirty dull flat mushy crunchy "
+           "splotchy ugly broke crashed crash waste wasted expensive overkill forever hated hate boiling soft blurry "
+           "harsh dark wrong bad smeary blown clipped flickers flickered",
+    "problem": "noise fireflies firefly artifacts artefacts banding flicker blotches blotching grain splotches "
+               "sparkles speckles moire aliasing jaggies problem issue",
+    "remove": "kills kill killed fixes fixed removes removed cleans cleaned cleared clears tames tamed solves "
+              "solved reduces reduced cuts cut gone eliminates eliminated",
     "too": "too",
     "good": "good great better best clean cleaner perfect nice fixed gone works worked fine ok okay love loved "
-            "solid sharp sharper fast faster happy lovely beautiful identical enough approved wins",
+            "solid sharp sharper fast faster happy lovely beautiful identical enough approved wins clean",
     "future": "will ll gonna later tomorrow next plan planning going_to",
     "you": "you your you'd you're",
     "reject": "rejected reject nixed scrapped scrap ditch ditched drop forget skip skipped nope pass veto vetoed",
@@ -60,6 +64,7 @@ for _cls, _words in {
     for _w in _words.split():
         WORD_CLASSES[_w] = _cls
 
+_CLAUSE_MARK = re.compile(r"[,;:()—–!]|\s-\s|\.\s")
 _CLAUSE = re.compile(r"[,;:()—–]|\s-\s|\bbut\b|\bso\b|\band then\b")
 _NUMERIC = re.compile(r"^[-+~]?\d")
 
@@ -102,12 +107,47 @@ def _norm(tok: str) -> str:
     return tok
 
 
-def locate(m: "Mention", toks: list[tuple[str, int]], cat) -> int:
+class Sentence:
+    """One sentence of a message: its tokens and the parameter names in it, worked out once (and only
+    if a reading in it needs them)."""
+
+    def __init__(self, text: str, cat) -> None:
+        self.text, self.cat = text, cat
+
+    @cached_property
+    def toks(self) -> list[tuple[str, int]]:
+        return P.tokens(self.text)
+
+    @cached_property
+    def words(self) -> list[str]:
+        return [t for t, _ in self.toks]
+
+    @cached_property
+    def found(self) -> list:
+        return self.cat.find(self.words)
+
+    @cached_property
+    def clauses(self) -> list[int]:
+        """The clause each token is in: a new one after , ; : ( — or before "but", "so", "then"."""
+        out, n, end = [], 0, 0
+        for tok, at in self.toks:
+            if _CLAUSE_MARK.search(self.text[end:at]) or tok in ("but", "so", "then", "though", "although"):
+                n += 1
+            out.append(n)
+            end = at + len(tok)
+        return out
+
+    def names(self, ident: tuple[str, str]) -> list[tuple[int, int]]:
+        """Where the parameter ``ident`` is named: (start, end) in ``words``."""
+        return [(s, e) for s, e, w in self.found if not isinstance(w, str) and any(x.ident == ident for x in w)]
+
+
+def locate(m: "Mention", said: Sentence, cat) -> int:
     """The token of the sentence the mention's value was read from (-1: not said there)."""
     spec = cat.specs.get((m.engine, m.parameter))
     if spec is None or m.value is None:
         return -1
-    words = [t for t, _ in toks]
+    words = said.words
     hits = []
     if spec.kind == "enum":
         hits = [i for i in range(len(words)) if (hit := cat.enum_value(spec, words, i)) and hit[0] == m.value]
@@ -130,13 +170,13 @@ def locate(m: "Mention", toks: list[tuple[str, int]], cat) -> int:
                 hits.append(i)
     if not hits:
         return -1
-    names = [s for s, e, w in cat.find(words) if not isinstance(w, str) and any(x.ident == spec.ident for x in w)]
+    names = [s for s, _ in said.names(spec.ident)]
     if not names:
         return hits[0]
     return min(hits, key=lambda i: min(abs(i - a) for a in names))
 
 
-def features(m: "Mention", index: int, mentions: list["Mention"], sentences: list[str], role: str,
+def features(m: "Mention", index: int, mentions: list["Mention"], sentences: list[Sentence], role: str,
              ctx: "Context", cat) -> list[str]:
     """What the model reads about one mention (``index`` in ``mentions``, the message's readings)."""
     f = ["bias", f"rule={m.status}", f"role={role}", f"rule_role={m.status}|{role}", f"kind={_kind(m, cat)}"]
@@ -153,10 +193,9 @@ def features(m: "Mention", index: int, mentions: list["Mention"], sentences: lis
         f.append("value=none")
     elif isinstance(m.value, bool):
         f.append(f"value={m.value}")
-    sentence = sentences[m.sentence] if 0 <= m.sentence < len(sentences) else ""
-    toks = P.tokens(sentence)
-    at = locate(m, toks, cat) if toks else -1
-    words = [t for t, _ in toks]
+    said = sentences[m.sentence] if 0 <= m.sentence < len(sentences) else Sentence("", cat)
+    sentence, toks, words = said.text, said.toks, said.words
+    at = locate(m, said, cat) if toks else -1
     f.append(f"sent_q={sentence.rstrip().endswith('?')}")
     f.append(f"sent_first={m.sentence == 0}")
     f.append(f"sent_last={m.sentence == len(sentences) - 1}")
@@ -193,12 +232,36 @@ def features(m: "Mention", index: int, mentions: list["Mention"], sentences: lis
                 if not crossed:
                     f.append(f"{side}c:{_norm(t)}")
         f.append(f"pos={'first' if at <= 1 else 'early' if at <= 4 else 'mid'}")
+        # which words govern the value: the nearest word of a class on each side within its clause
+        clause = said.clauses
+        gov_left = next((WORD_CLASSES[words[j]] for j in range(at - 1, -1, -1)
+                         if clause[j] == clause[at] and words[j] in WORD_CLASSES), "none")
+        gov_right = next((WORD_CLASSES[words[j]] for j in range(at + 1, len(words))
+                          if clause[j] == clause[at] and words[j] in WORD_CLASSES), "none")
+        f += [f"govL={gov_left}", f"govR={gov_right}", f"govLR={gov_left}|{gov_right}",
+              f"govL={gov_left}|rule={m.status}", f"govR={gov_right}|rule={m.status}"]
+        in_clause = {WORD_CLASSES.get(words[j]) for j in range(len(words)) if clause[j] == clause[at] and j != at}
+        for cls in sorted(c for c in in_clause if c):
+            f.append(f"clause:{cls}")
+        if clause[at] == 0 and clause[-1] > 0:
+            f.append("clause=first")
+        elif clause[at] > 0:
+            earlier = {WORD_CLASSES.get(words[j]) for j in range(len(words)) if clause[j] < clause[at]}
+            for cls in ("neg", "reject", "keep", "back", "ask"):
+                if cls in earlier:
+                    f.append(f"earlier_clause:{cls}")
+        right = [WORD_CLASSES.get(t) for t in words[at + 1:at + 9]]
+        for k, cls in enumerate(right):  # "7 kills the fireflies": a problem removed is praise, not a complaint
+            if cls == "remove" and "problem" in right[max(0, k - 3):k + 4]:
+                f.append("R:removes_problem")
+            if cls == "problem" and "bad" not in right and "too" not in right and "remove" not in right:
+                f.append("R:problem_only")
         if toks:
             f.append(f"clause_left={bool(_CLAUSE.search(sentence[:toks[at][1]]))}")
     # the parameter's name: said before the value, after it, or not in this sentence
     spec = cat.specs.get((m.engine, m.parameter))
     if spec is not None and words:
-        names = [s for s, e, w in cat.find(words) if not isinstance(w, str) and any(x.ident == spec.ident for x in w)]
+        names = [s for s, _ in said.names(spec.ident)]
         if not names:
             f.append("name=absent")
         elif at >= 0:
@@ -216,6 +279,26 @@ def features(m: "Mention", index: int, mentions: list["Mention"], sentences: lis
         if other.sentence == m.sentence:
             f.append(f"other_{side}_same_sentence")
     f.append(f"mentions={min(len(mentions), 4)}")
+    # a later sentence of the message with no reading of its own, that judges what came before
+    # ("Idea: shallow depth of field, f/2. Rejected, the client wants it sharp.")
+    read_in = {x.sentence for x in mentions}
+    for k in range(m.sentence + 1, len(sentences)):
+        if k in read_in:
+            continue
+        later = {WORD_CLASSES.get(t) for t in sentences[k].words[:6]}
+        for cls in ("reject", "neg", "good", "bad", "back", "confirm", "ask"):
+            if cls in later:
+                f.append(f"later_sentence:{cls}")
+    # the rules' reading beside the words nearest the value that agree or disagree with it
+    if at >= 0:
+        near_left = {WORD_CLASSES.get(t) for t in words[max(0, at - 3):at]}
+        near_right = {WORD_CLASSES.get(t) for t in words[at + 1:at + 4]}
+        for cls in ("neg", "keep", "back", "alt", "ask", "bad", "good", "past", "too", "reject", "change", "future",
+                    "problem", "remove"):
+            if cls in near_left:
+                f.append(f"rule={m.status}|L:{cls}")
+            if cls in near_right:
+                f.append(f"rule={m.status}|R:{cls}")
     # the conversation: what was just proposed or applied
     key = (m.engine, m.parameter)
     for name, group in (("proposed", ctx.proposals), ("applied", ctx.applied)):
@@ -229,12 +312,43 @@ def features(m: "Mention", index: int, mentions: list["Mention"], sentences: lis
     return f
 
 
+def _doubted(mentions: list["Mention"], sentences: list[Sentence]) -> list["Mention"]:
+    """Precision first, whatever the model's probability: a value applied under a negation in its own
+    clause ("nah, not going to 4096"), or one of two values of a setting in a message with a negation
+    ("No, keep 256 … blotchy at 128"), is read as unsure — the ledger asks which is meant."""
+    values: dict[tuple, set] = {}
+    for m in mentions:
+        if m.value is not None and m.status in ("applied", "rejected"):
+            values.setdefault((m.engine, m.parameter, m.scope), set()).add(repr(m.value))
+    negation = any(WORD_CLASSES.get(t) in ("neg", "reject") for s in sentences for t in s.words)
+    out = []
+    for m in mentions:
+        if m.sure and m.status == "applied" and not m.candidate:
+            two = negation and len(values.get((m.engine, m.parameter, m.scope), ())) > 1
+            if two or _negated(m, sentences):
+                m = replace(m, sure=False)
+        out.append(m)
+    return out
+
+
+def _negated(m: "Mention", sentences: list[Sentence]) -> bool:
+    """A negation before the value in its clause: "not going to 4096", "no 0.02 on this one"."""
+    if not 0 <= m.sentence < len(sentences) or m.value is None:
+        return False
+    said = sentences[m.sentence]
+    at = locate(m, said, said.cat)
+    if at < 0:
+        return False
+    clause = said.clauses
+    return any(WORD_CLASSES.get(said.words[j]) == "neg" and clause[j] == clause[at] for j in range(at))
+
+
 def _kind(m: "Mention", cat) -> str:
     spec = cat.specs.get((m.engine, m.parameter))
     return spec.kind if spec is not None else "candidate"
 
 
-def read(model: StatusModel, mentions: list["Mention"], sentences: list[str], role: str, ctx: "Context",
+def read(model: StatusModel, mentions: list["Mention"], sentences: list[Sentence], role: str, ctx: "Context",
          cat) -> list["Mention"]:
     """The mentions with the model's statuses: "none" readings dropped, unsure ones marked."""
     out = []
@@ -253,6 +367,15 @@ def read(model: StatusModel, mentions: list["Mention"], sentences: list[str], ro
             status, doubtful = max(("applied", "rejected"), key=lambda c: p.get(c, 0.0)), True
         if role == "assistant":
             status = "proposed"  # everything the model says is at most a proposal
-        sure = status == "proposed" or (not doubtful and probs[best] >= model.sure)
+        sure = status == "proposed" or (not doubtful and not m.guessed and probs[best] >= model.sure)
+        # (a value the rules did not read, offered with a guessed parameter, is at most to confirm)
         out.append(replace(m, status=status, sure=sure))
+    out = _doubted(out, sentences)
+    # "back to 12" turns down the value in force (the rules add that rejection, with no value, right
+    # before the restore): the two are one reading, as sure as the restore is
+    for k in range(len(out) - 1):
+        m, nxt = out[k], out[k + 1]
+        if m.value is None and m.status == "rejected" and nxt.restore and nxt.status == "applied" \
+                and (m.engine, m.parameter, m.scope) == (nxt.engine, nxt.parameter, nxt.scope):
+            out[k] = replace(m, sure=nxt.sure)
     return out
