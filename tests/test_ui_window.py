@@ -488,11 +488,13 @@ def test_a_value_kelvin_is_unsure_of_is_asked_on_the_chip_and_marked_in_the_sett
         w = window(srv)
         srv.queue_reply("Then keep it; the blotches at 128 are the light cache, not the rays.")
         send(qtbot, w, "Redshift, the atrium. No, keep brute force rays at 256, it was blotchy at 128.")
-        qtbot.waitUntil(lambda: w._turn is None, timeout=10_000)
+        qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
         answer = w.chat.entries[-1]  # the turn's settings are chips under its answer
-        qtbot.waitUntil(lambda: any(c.asks for c in answer.chips), timeout=10_000)
+        qtbot.waitUntil(lambda: any(c.question for c in answer.chips), timeout=10_000)
         text = w.chat.transcript.toPlainText()
-        assert "to confirm: 256 or 128 for brute-force rays?" in text
+        assert "256 or 128 for brute-force rays?" in text
+        asked = [c for c in answer.chips if c.question]
+        assert {c.entry.value for c in asked} == {256, 128} and all(c.status == "to_confirm" for c in asked)
         ledger = w.services.conversation.ledger
         cur = ledger.current_of(("redshift", "brute_force_rays"))
         assert cur.unsure and cur.decision is None  # nothing asserted
@@ -506,7 +508,7 @@ def test_a_value_kelvin_is_unsure_of_is_asked_on_the_chip_and_marked_in_the_sett
         assert "1 to confirm: 256 or 128 for brute-force rays?" in panel.count.text()
         # ✓ on the chip of 256 decides it, by the artist
         chip = next(c for c in answer.chips if c.entry.value == 256)
-        w.chat.chip_action.emit("confirm", chip, "")
+        w.chat._anchor(QUrl(f"chip:confirm:{w.chat.entries.index(answer)}.{answer.chips.index(chip)}"))
         qtbot.waitUntil(lambda: not ledger.current_of(("redshift", "brute_force_rays")).unsure, timeout=10_000)
         now = ledger.current_of(("redshift", "brute_force_rays"))
         assert (now.decision.value, now.decision.by) == (256, "artist")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from app.core.extraction import APPLIED, PROPOSED, REJECTED
-from app.core.parameters import ANY, Value, same_value
+from app.core.parameters import ANY, Value, format_value, same_value
 
 UNSET = "unset"
 ENTRY_STATUSES = (APPLIED, PROPOSED, REJECTED, UNSET)
@@ -103,6 +103,23 @@ class Current:
         then the one decided ("No, keep 256 … blotchy at 128" → "256 or 128 for brute-force rays?")."""
         said = [e for e in (*self.doubts, self.decision) if e is not None and e.value is not None]
         return [e for n, e in enumerate(said) if not any(same_value(e.value, o.value) for o in said[:n])]
+
+    @property
+    def question(self) -> str:
+        """What the chip and the Settings tab ask about a value to confirm: "256 or 128 for brute-force
+        rays?" (one value: "Brute-force rays 128 now?"; "" when nothing is in doubt)."""
+        if not self.unsure:
+            return ""
+        name = (self.entry.name or self.entry.parameter).replace("_", " ")
+        name = name[:1].lower() + name[1:] if not name[:2].isupper() else name
+        if self.entry.scope:
+            name += f" ({self.entry.scope})"
+        choices = [format_value(a.value, a.unit) for a in self.alternatives]
+        if len(choices) >= 2:
+            return f"{' or '.join(choices)} for {name}?"
+        if choices and self.pending is not None and self.pending.status == REJECTED:
+            return f"Still {choices[0]} for {name}?"
+        return f"{name[:1].upper() + name[1:]} {choices[0]} now?" if choices else f"What is {name} now?"
 
     @property
     def differs(self) -> bool:

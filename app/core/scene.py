@@ -156,20 +156,21 @@ def _scope(item: dict, spec: ParamSpec | None) -> str:
     return ""
 
 
-_LIGHT_EXTRA = re.compile(r"^light (.+) (power|temperature)$", re.IGNORECASE)
+_LIGHT_EXTRA = re.compile(r"^light (.+) (power|temperature|intensity)$", re.IGNORECASE)
+_LIGHT_KEYS = {"power": "light_power", "temperature": "light_temperature", "intensity": "light_intensity"}
 
 
 def _known_extra(item: dict, catalogue: Catalogue, engine: str) -> SceneValue | None:
-    """An extra the catalogue can hold after all: a light's power or temperature by the light's name
-    ("Light Key power", 350 W → the key's light power), or a setting named as a person says it
+    """An extra the catalogue can hold after all: a light's power, temperature or (unitless) intensity by
+    the light's name ("Light Key power", 350 W → the key's light power), or a setting named as a person says it
     ("View transform": "AgX")."""
     name = " ".join(str(item["name"]).split())
     unit = str(item.get("unit") or "")
     hit = _LIGHT_EXTRA.match(name)
     if hit:
-        key = "light_power" if hit.group(2).lower() == "power" else "light_temperature"
-        if key == "light_power" and unit.upper() != "W":
-            return None  # a sun's strength is W/m², not a light's power
+        key = _LIGHT_KEYS[hit.group(2).lower()]
+        if key == "light_power" and unit.upper() != "W" or key == "light_intensity" and unit:
+            return None  # a sun's strength is W/m², not a light's power; an intensity with a unit is not a multiplier
         light = item.get("light") if isinstance(item.get("light"), str) and item["light"].strip() else hit.group(1)
         spec, scope = catalogue.specs.get((ANY, key)), scope_key(_text(light))
     else:

@@ -83,20 +83,8 @@ def value_text(c: Current) -> str:
 
 
 def question(c: Current) -> str:
-    """What the chip and the Settings tab ask about a value to confirm: "256 or 128 for brute-force
-    rays?" (one value: "Brute-force rays 128 now?")."""
-    if not c.unsure:
-        return ""
-    name = (c.entry.name or c.entry.parameter).replace("_", " ")
-    name = name[:1].lower() + name[1:] if not name[:2].isupper() else name
-    if c.entry.scope:
-        name += f" ({c.entry.scope})"
-    choices = [format_value(a.value, a.unit) for a in c.alternatives]
-    if len(choices) >= 2:
-        return f"{' or '.join(choices)} for {name}?"
-    if choices and c.pending is not None and c.pending.status == "rejected":
-        return f"Still {choices[0]} for {name}?"
-    return f"{name[:1].upper() + name[1:]} {choices[0]} now?" if choices else f"What is {name} now?"
+    """What the chip and the Settings tab ask about a value to confirm ("256 or 128 for brute-force rays?")."""
+    return c.question
 
 
 def merged(currents: list[Current]) -> list[Current]:
