@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     pn.add_argument("new", help="its new name")
     psub.add_parser("new-conversation", help="start a new conversation in --project (memory stays reachable)")
 
+    SCOPE_HELP = "the light, camera or output it belongs to, by name (e.g. 'key', 'cam_hero'); none: render-wide"
     st = sub.add_parser("settings", help="the settings ledger: current render settings and their history")
     ssub = st.add_subparsers(dest="settings_command", required=True)
     sl = ssub.add_parser("list", help="the current value of every setting in the project")
@@ -92,9 +93,15 @@ def _parser() -> argparse.ArgumentParser:
     ss.add_argument("value", help="its value as you would say it: 10, on, brute force, 1920x1080, 35mm")
     ss.add_argument("--engine", help=ENGINE_HELP)
     ss.add_argument("--note", default="", help="why (kept with the change)")
+    ss.add_argument("--scope", default="", help=SCOPE_HELP)
     su = ssub.add_parser("unset", help="the setting has no current value any more (its history stays)")
     su.add_argument("parameter", help="the setting's name or a synonym")
     su.add_argument("--engine", help=ENGINE_HELP)
+    su.add_argument("--scope", default="", help=SCOPE_HELP)
+    sa = ssub.add_parser("adopt", help="take the value the last imported scene file holds as the decision (journaled)")
+    sa.add_argument("parameter", help="the setting's name or a synonym")
+    sa.add_argument("--engine", help=ENGINE_HELP)
+    sa.add_argument("--scope", default=None, help=SCOPE_HELP)
 
     sc = sub.add_parser("scene", help="render settings read from the scene itself (Blender .blend files, USD stages "
                                       "from Houdini and any USD pipeline, or the scene format any DCC script can send)")

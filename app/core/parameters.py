@@ -351,7 +351,8 @@ def as_candidate(value: object) -> tuple[Value, str]:
     return text, f"kept as text: {why}"
 
 
-_SHORT_VALUES = {"bf", "lc", "ic", "ipc", "pt", "dl", "oidn"}  # abbreviations artists say alone ("bf + lc")
+_SHORT_VALUES = {"bf", "lc", "ic", "ipc", "pt", "dl", "oidn", "agx"}  # abbreviations artists say alone ("bf + lc")
+_NEVER_ALONE = {"standard"}  # ordinary words that are an enum value only beside their parameter's name
 
 
 # ---- the catalogue --------------------------------------------------------------------------------
@@ -384,6 +385,7 @@ class Catalogue:
                 for phrase in {value.replace("_", " "), *says}:
                     words = word_tokens(phrase)
                     if words and (len(words) > 1 or len(words[0]) >= 4 or words[0] in _SHORT_VALUES) \
+                            and words[0] not in _NEVER_ALONE \
                             and (s, value) not in self._bare.get(words, []):
                         self._bare.setdefault(words, []).append((s, value))
         self._bare_longest = max((len(w) for w in self._bare), default=1)

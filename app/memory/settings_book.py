@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # (imported where a message is read: a command that only list
     from app.core.extraction import Context, Extractor, Mention
 from app.core.ledger import UNSET, Current, Entry, Ledger
 from app.core.parameters import ANY, ParamSpec, as_candidate, check_value, format_value
+from app.core.scopes import scope_key
 from app.core.records import Message
 from app.durable import NotRegularFile, UnsafePath, open_append, open_regular, read_regular, write_all
 
@@ -156,7 +157,7 @@ class SettingsBook:
         kept as text, with why in its note — never a value that breaks every later comparison."""
         # the rules and the model pass parse values against the parameter already; what came from outside
         # (a scene, a hand-written value) is checked against its kind and range here too
-        spec = self.extractor.cat.specs.get(entry.key) if not entry.candidate and entry.by in ("artist", "scene") \
+        spec = self.extractor.cat.specs.get(entry.key[:2]) if not entry.candidate and entry.by in ("artist", "scene") \
             and entry.value is not None else None
         try:
             if spec is not None:
@@ -232,7 +233,7 @@ class SettingsBook:
     def _entry(m: Mention, eid: str, ts_ms: int, source_id: str, seq: int, by: str) -> Entry:
         return Entry(id=eid, engine=m.engine, parameter=m.parameter, value=m.value, unit=m.unit, status=m.status,
                      ts_ms=ts_ms, source_id=source_id, domain=m.domain, name=m.name, by=by,
-                     candidate=m.candidate, order=seq)
+                     candidate=m.candidate, order=seq, scope=m.scope, sure=m.sure)
 
     def _retract(self, source_id: str) -> list[dict]:
         return [{"op": "retract", "source_id": source_id}] if self.ledger.retract(source_id=source_id) else []
@@ -244,7 +245,8 @@ class SettingsBook:
 
             m = Mention(engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
                         value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
-                        status=str(d["status"]), name=str(d.get("name") or ""), domain=str(d.get("domain") or "general"))
+                        status=str(d["status"]), name=str(d.get("name") or ""), domain=str(d.get("domain") or "general"),
+                        scope=scope_key(d.get("scope")))
             entry = self._entry(m, f"{seq}.0", int(d["ts_ms"]), str(d.get("source_id") or ""), seq, "model")
             return [{"op": "add", "entry": kept.to_json()}] if (kept := self._add(entry)) else []
         if op == OP_SETTING_SCENE:  # applied, from the scene: the file and scene in the note
@@ -253,7 +255,7 @@ class SettingsBook:
                           value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
                           status="applied", ts_ms=int(d["ts_ms"]), domain=str(d.get("domain") or "general"),
                           name=str(d.get("name") or ""), by="scene", candidate=bool(d.get("candidate")), order=seq,
-                          note=str(d.get("note") or ""))
+                          note=str(d.get("note") or ""), scope=scope_key(d.get("scope")))
             return [{"op": "add", "entry": kept.to_json()}] if (kept := self._add(entry)) else []
         if op == OP_SETTING_RETRACT:
             gone = self.ledger.retract(entry_id=str(d.get("entry_id", "")))
@@ -263,7 +265,7 @@ class SettingsBook:
                       value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
                       status="applied" if op == OP_SETTING_SET else UNSET, ts_ms=int(d["ts_ms"]),
                       domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""), by="artist",
-                      order=seq, note=str(d.get("note") or ""))
+                      order=seq, note=str(d.get("note") or ""), scope=scope_key(d.get("scope")))
         return [{"op": "add", "entry": kept.to_json()}] if (kept := self._add(entry)) else []
 
     def _persist(self, lines: list[dict]) -> None:
@@ -291,7 +293,7 @@ class SettingsBook:
     def _context_json(c: Context) -> dict:
         return {"engine": c.engine, "last": [[s.engine, s.key] for s in c.last],
                 "proposals": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.proposals],
-                "applied": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.applied]}
+                "applied": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.applied]}  # (with scope, sure)
 
     def _context_from_json(self, d: dict) -> Context:
         from app.core.extraction import Context, Mention
@@ -302,7 +304,8 @@ class SettingsBook:
             value = j.get("value")
             return Mention(engine=j.get("engine") or ANY, parameter=j["parameter"],
                            value=tuple(value) if isinstance(value, list) else value, unit=j.get("unit", ""),
-                           status=j["status"], name=j.get("name", ""), domain=j.get("domain", "general"))
+                           status=j["status"], name=j.get("name", ""), domain=j.get("domain", "general"),
+                           scope=scope_key(j.get("scope")), sure=j.get("sure", True) is not False)
 
         last: list[ParamSpec] = [specs[(e, k)] for e, k in d.get("last", []) if (e, k) in specs]
         return Context(engine=str(d.get("engine", "")), last=tuple(last),
@@ -326,11 +329,15 @@ class SettingsBook:
         with self._lock:
             return self.ledger.currents(engine, candidates)
 
-    def history(self, engine: str, parameter: str) -> list[Entry]:
+    def history(self, engine: str, parameter: str, scope: str = "") -> list[Entry]:
         with self._lock:
-            return self.ledger.history(engine, parameter)
+            return self.ledger.history(engine, parameter, scope)
 
-    def keys(self) -> list[tuple[str, str]]:
+    def current(self, engine: str, parameter: str, scope: str = "") -> Current | None:
+        with self._lock:
+            return self.ledger.current(engine, parameter, scope)
+
+    def keys(self) -> list[tuple[str, str, str]]:
         with self._lock:
             return self.ledger.keys()
 
@@ -350,12 +357,18 @@ class SettingsBook:
             lines.append("_No settings yet._")
         for engine in sorted({c.entry.engine for c in currents}):
             lines += [f"## {engine.capitalize() if engine else 'Camera, lights, output'}", "",
-                      "| setting | value | since | before |", "|---|---|---|---|"]
+                      "| setting | decided | since | before | in the file |", "|---|---|---|---|---|"]
             for c in (c for c in currents if c.entry.engine == engine):
-                e, p = c.entry, c.previous
+                e, p, d = c.entry, c.previous, c.decision
                 before = f"{format_value(p.value, p.unit)} ({when(p.ts_ms)})" if p else ""
-                lines.append(f"| {e.name or e.parameter} | {format_value(e.value, e.unit)} | {when(e.ts_ms)}"
-                             f"{' (by hand)' if e.by == 'artist' else ''} | {before} |")
+                name = (e.name or e.parameter) + (f" ({e.scope})" if e.scope else "")
+                decided = format_value(d.value, d.unit) if d is not None else "—"
+                if c.unsure:
+                    decided = " or ".join(format_value(a.value, a.unit) for a in c.alternatives) + " — to confirm" \
+                        if c.alternatives else f"{decided} — to confirm"
+                since = f"{when(d.ts_ms)}{' (by hand)' if d.by == 'artist' else ''}" if d is not None else ""
+                held = f"{format_value(c.held.value, c.held.unit)} ({c.held.note})" if c.held is not None else ""
+                lines.append(f"| {name} | {decided} | {since} | {before} | {held} |")
             lines.append("")
         body = "\n".join(lines) + "\n"
         fd, tmp = tempfile.mkstemp(prefix=".settings-md.", dir=self.folder)

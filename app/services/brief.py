@@ -33,7 +33,7 @@ from app.core.records import Message, RecordError, now_ms
 from app.durable import append_durably, read_regular, write_atomically
 from app.llm.errors import OllamaUnavailable
 from app.memory.index import Filters
-from app.services.settings_ledger import engine_label
+from app.services.settings_ledger import setting_label, value_text
 
 log = logging.getLogger("kelvin.brief")
 
@@ -215,10 +215,7 @@ class BriefBuilder:
         # only what the model wrote is checked: Kelvin's own words (a date in "No conversation since …") never are
         flagged = plan_.unsupported("\n".join(narrative.values()), sources) if calls else []
         narrative = {k: plan_.mark(v, flagged) for k, v in narrative.items()}
-        rows = [(" ".join(x for x in (engine_label(cur.entry.engine), (cur.entry.name or cur.entry.parameter).replace("_", " ")) if x),
-                 format_value(cur.entry.value, cur.entry.unit), written_on(cur.entry.ts_ms)
-                 + (" (by hand)" if cur.entry.by == "artist" else ""),
-                 "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
+        rows = self._rows(settings)
         written_ms = now_ms()
         written_at = as_read(written_ms)  # the day is in the header already
         scene = self.ledger.scene_answer(project, say_none=False)
@@ -248,12 +245,11 @@ class BriefBuilder:
         now = now_ms()
         today = int(datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0).timestamp() * 1000)
         settings = self.ledger.current(project)
-        rows = [(self._label(cur.entry), format_value(cur.entry.value, cur.entry.unit),
-                 written_on(cur.entry.ts_ms) + (" (by hand)" if cur.entry.by == "artist" else ""),
-                 "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
-        decided = [f"- {self._label(cur.entry)}: {format_value(cur.entry.value, cur.entry.unit)}"
+        rows = self._rows(settings)
+        decided = [f"- {setting_label(cur.entry)}: {value_text(cur)}"
                    + (f" (was {format_value(cur.previous.value, cur.previous.unit)})" if cur.previous else "")
-                   + f", {as_read(cur.entry.ts_ms)}" for cur in settings if cur.entry.ts_ms >= today]
+                   + f", {as_read(cur.decision.ts_ms)}" for cur in settings
+                   if cur.decision is not None and cur.decision.ts_ms >= today]
         messages = self._messages(project, today)
         by_domain: dict[str, list[Message]] = {}
         for m in messages:
@@ -283,8 +279,13 @@ class BriefBuilder:
         return int(st.get("without_model_ms") or 0) > int(st.get("last_ms") or 0)
 
     @staticmethod
-    def _label(e) -> str:
-        return " ".join(x for x in (engine_label(e.engine), (e.name or e.parameter).replace("_", " ")) if x)
+    def _rows(settings) -> list[tuple[str, str, str, str]]:
+        """The brief's settings table: the decided value (or the values to confirm), the file's beside it
+        when they differ, when it was decided, the value before."""
+        return [(setting_label(cur.entry).replace("_", " "), value_text(cur),
+                 "" if cur.decision is None else written_on(cur.decision.ts_ms)
+                 + (" (by hand)" if cur.decision.by == "artist" else ""),
+                 "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
 
     @staticmethod
     def _has_content(path: Path) -> bool:
@@ -311,10 +312,9 @@ class BriefBuilder:
 
     @staticmethod
     def _line(cur) -> str:
-        e = cur.entry
-        label = " ".join(x for x in (engine_label(e.engine), (e.name or e.parameter).replace("_", " ")) if x)
+        """The decision, the values to confirm, the file's value beside it when it differs."""
         before = f" (before: {format_value(cur.previous.value, cur.previous.unit)})" if cur.previous else ""
-        return f"{label} = {format_value(e.value, e.unit)}{before}"
+        return f"{setting_label(cur.entry)} = {value_text(cur)}{before}"
 
     def _save(self, result: BriefResult, since: int) -> None:
         """Archive first, then the live brief replaced in one step: a crash in between leaves the old

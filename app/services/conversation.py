@@ -33,7 +33,7 @@ from app.memory.turn_notes import OP_TURN_SOURCES
 from app.services.turn_extras import sources_of
 from app.services.memory import MemoryService
 from app.services.projects import Projects
-from app.services.settings_ledger import SettingsLedger, describe
+from app.services.settings_ledger import SettingsLedger, setting_label, value_text
 from app.config import Config
 
 log = logging.getLogger("kelvin.conversation")
@@ -342,7 +342,7 @@ class Conversation:
         if written.date().isoformat() >= day:
             return ""
         current = self.ledger.current(project)
-        settings = "; ".join(describe(c).split(" (")[0] for c in current[:12])
+        settings = "; ".join(f"{setting_label(c.entry)} = {value_text(c)}" for c in current[:12])
         more = f" and {len(current) - 12} more" if len(current) > 12 else ""
         return (f"Resuming from the brief of {written:%A} {written.day} {written:%B %H:%M} (Kelvin keeps it in mind "
                 "for every answer). "

@@ -12,6 +12,7 @@ something was written.
 """
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -40,6 +41,7 @@ from app.core.records import (
     now_ms,
 )
 from app.core.parameters import Catalogue, specs_from_dict
+from app.core.status_model import StatusModel
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.durable import read_regular
 from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
     from app.core.extraction import Extractor
 
 log = logging.getLogger("kelvin.memory")
+STATUS_MODEL = "status_model.json"  # the status model bench/train_status.py writes (issue 30)
 
 # candidates each leg hands to fusion, at least (and CANDIDATES_PER_K per result asked for): more
 # full-text candidates cost little and find more (docs/benchmarks.md §12); the vector leg's ANN
@@ -119,7 +122,18 @@ def load_extractor(data: dict | None = None) -> "Extractor":
 
     data = data if data is not None else load_taxonomy()
     engines = {e: tuple(str(n).lower() for n in spec.get("names", ())) for e, spec in data.get("engines", {}).items()}
-    return Extractor(Catalogue(specs_from_dict(data), engines))
+    return Extractor(Catalogue(specs_from_dict(data), engines), load_status_model())
+
+
+def load_status_model() -> StatusModel | None:
+    """The shipped status model (``resources/status_model.json``, written by bench/train_status.py);
+    without it the rules read statuses alone."""
+    try:
+        return StatusModel.from_json(json.loads(resources.read_text(STATUS_MODEL)))
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        log.warning("the status model %s could not be read (%s): statuses are read by the rules alone",
+                    STATUS_MODEL, exc)
+        return None
 
 
 class MemoryService:
