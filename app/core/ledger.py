@@ -6,6 +6,13 @@ the applied value before it; a rejection of any other value changes nothing. The
 corrections (``set``/``unset``) are applied entries like any other, marked ``by="artist"``;
 ``retract`` takes an entry out (its message was deleted or edited). History is ordered by time,
 then by arrival, so an imported day slots in where it happened.
+
+In a project shared with a team, arrival is the place in the shared order (the studio server's
+sequence once known; this Kelvin's events not yet on the server after it), every entry says who
+made it (``author``, ``origin``: their Kelvin) and how much of the shared order they had seen
+(``seen``). Two applied values of one parameter made on two Kelvins, neither having seen the other,
+are a **conflict**: the current value carries the other(s) until someone sets it again having seen
+both.
 """
 from __future__ import annotations
 
@@ -34,6 +41,9 @@ class Entry:
     candidate: bool = False
     order: int = 0  # arrival (journal seq), the tie-break after ts_ms
     note: str = ""  # the artist's why, for a value set by hand
+    author: str = ""  # who said or set it (a shared project's artist; "" in a personal project)
+    origin: str = ""  # the Kelvin it was made on (shared projects)
+    seen: int = 0  # the shared order as its author had seen it when made (shared projects)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -55,7 +65,8 @@ class Entry:
                    status=str(d["status"]), ts_ms=int(d["ts_ms"]), source_id=source,
                    domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""),
                    by=str(d.get("by") or "rules"), candidate=bool(d.get("candidate")), order=int(d.get("order") or 0),
-                   note=note)
+                   note=note, author=str(d.get("author") or ""), origin=str(d.get("origin") or ""),
+                   seen=int(d.get("seen") or 0))
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,7 @@ class Current:
     entry: Entry  # the applied entry in force
     previous: Entry | None  # the applied entry before it (what a rejection would restore)
     changed: int  # how many times an applied value replaced another
+    conflict: tuple[Entry, ...] = ()  # other values set on other Kelvins without seeing this one (shared projects)
 
     def to_json(self) -> dict:
         e = self.entry
@@ -72,13 +84,28 @@ class Current:
                 "value": list(e.value) if isinstance(e.value, tuple) else e.value, "unit": e.unit,
                 "status": e.status, "set_at": e.ts_ms, "source_id": e.source_id or None, "domain": e.domain,
                 "by": e.by, "candidate": e.candidate, "note": e.note or None,
+                **({"author": e.author} if e.author else {}),
+                **({"conflict": [{"author": c.author, "value": list(c.value) if isinstance(c.value, tuple) else c.value,
+                                  "unit": c.unit, "set_at": c.ts_ms} for c in self.conflict]} if self.conflict else {}),
                 "previous": None if self.previous is None else {
                     "value": list(self.previous.value) if isinstance(self.previous.value, tuple) else self.previous.value,
                     "unit": self.previous.unit, "set_at": self.previous.ts_ms}}
 
 
+def _decision(e: Entry) -> bool:
+    """An applied value someone decided (said or set by hand), as opposed to one read from a scene file."""
+    return e.status == APPLIED and not e.candidate and e.by != "scene" and bool(e.origin)
+
+
+def concurrent(a: Entry, b: Entry) -> bool:
+    """Made on two Kelvins, neither having seen the other (each one's place in the shared order is
+    after what the other's author had seen)."""
+    return a.origin != b.origin and a.order > b.seen and b.order > a.seen
+
+
 def fold(history: list[Entry]) -> Current | None:
-    """The current value after ``history`` (one parameter, any order)."""
+    """The current value after ``history`` (one parameter, any order); in a shared project, with the
+    values that conflict with it."""
     stack: list[Entry] = []
     changes = 0
     for e in sorted(history, key=lambda e: (e.ts_ms, e.order, e.id)):
@@ -97,7 +124,14 @@ def fold(history: list[Entry]) -> Current | None:
             stack.clear()
     if not stack:
         return None
-    return Current(entry=stack[-1], previous=stack[-2] if len(stack) > 1 else None, changed=changes)
+    top = stack[-1]
+    conflict: dict[tuple, Entry] = {}
+    if _decision(top):
+        for e in history:
+            if _decision(e) and concurrent(e, top) and not same_value(e.value, top.value):
+                conflict.setdefault((e.origin, repr(e.value)), e)  # one per Kelvin and value
+    return Current(entry=top, previous=stack[-2] if len(stack) > 1 else None, changed=changes,
+                   conflict=tuple(sorted(conflict.values(), key=lambda e: (e.ts_ms, e.order, e.id))))
 
 
 class Ledger:
@@ -133,6 +167,21 @@ class Ledger:
         if entry_id and entry_id in self._by_id:
             ids.append(entry_id)
         return [self._take(i) for i in dict.fromkeys(ids)]
+
+    def forget(self, entry_id: str) -> Entry | None:
+        """Take an entry out as if it had never been added (not marked retracted): the undo of a
+        tentative add in a shared project, which is applied again in the shared order."""
+        entry = self._by_id.get(entry_id)
+        if entry is None:
+            return None
+        self._take(entry_id)
+        self._retracted.discard(entry_id)
+        return entry
+
+    def unretract(self, entry: Entry) -> None:
+        """Put back an entry a tentative retraction took out (the undo of :meth:`retract`)."""
+        self._retracted.discard(entry.id)
+        self.add(entry)
 
     def _take(self, entry_id: str) -> Entry:
         entry = self._by_id.pop(entry_id)

@@ -7,6 +7,12 @@ carries); the artist's own corrections are journal events of their own (``settin
 after a crash duplicates nothing); ``settings.state.json`` says how far it has read;
 ``settings.md`` shows the current values and their history to a person. Everything here can be
 rebuilt from the journal.
+
+In a project shared with a team the ledger folds the shared order: what the studio's server has
+ordered is applied and persisted; this Kelvin's own events not yet ordered there are applied on
+top, in memory only (*tentative*), and taken off again (:meth:`SettingsBook.undo_tentative`) when
+the server's order arrives, then applied after it — so every Kelvin ends with the same ledger.
+Entries of a shared project are named after their event's global id and carry its author.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import logging
 import os
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -50,6 +57,11 @@ class SettingsBook:
         self._read_to: tuple[int, int] = (0, 0)  # settings.jsonl's inode and the bytes of it read so far
         self._contexts: dict[str, Context] = {}  # per conversation
         self._engine = ""  # the project's engine of late (a new conversation starts from it)
+        self._ev = None  # the journal event being applied (its id and author name the entries of a shared project)
+        # tentative changes (a shared project's own events the server has not ordered yet), newest last:
+        # ("add", entry) or ("retract", [entries]); and the contexts as they were before the first
+        self._undo: list[tuple[str, object]] | None = None
+        self._before: tuple[dict, str] = ({}, "")
         self._load()
 
     # ---- loading ------------------------------------------------------------------------------------
@@ -134,16 +146,22 @@ class SettingsBook:
             self.ledger.add(Entry.from_json(d["entry"]))
 
     # ---- projecting ---------------------------------------------------------------------------------
-    def project(self, events: Iterable, lookup: Callable[[str], Message | None],
-                to_message: Callable[[dict], Message]) -> int:
-        """Apply journal entries past ``seq``. Returns how many ledger lines were written."""
+    def project(self, events: Iterable, lookup: Callable[[str], Message | None], to_message: Callable[[dict], Message],
+                persist: bool = True, shared: str = "") -> int:
+        """Apply journal entries past ``seq``. Returns how many ledger lines were written.
+        ``shared``: a shared project's events, in the shared order and whatever their number —
+        "settled" (ordered by the server: applied and persisted) or "tentative" (applied in memory,
+        undone by :meth:`undo_tentative`)."""
         lines: list[dict] = []
         last = self.seq
         with self._lock:
+            if shared == "tentative" and self._undo is None:
+                self._undo, self._before = [], (dict(self._contexts), self._engine)
             for ev in events:
-                if ev.seq <= self.seq:
+                if ev.seq <= self.seq and not shared:
                     continue
-                last = ev.seq
+                last = max(last, ev.seq)
+                self._ev = ev
                 if ev.op in ("message.add", "message.restore"):
                     lines += self._from_message(to_message(ev.data), ev.seq)
                 elif ev.op == "message.delete":
@@ -155,11 +173,49 @@ class SettingsBook:
                         lines += self._from_message(msg, ev.seq, edited_text=ev.data["text"])
                 elif ev.op in SETTING_OPS:
                     lines += self._artist(ev.op, ev.data, ev.seq)
-            if last == self.seq:
+            self._ev = None
+            if last == self.seq and not shared:
                 return 0
             self.seq = last
-            self._persist(lines)
+            if persist and shared != "tentative":
+                self._persist(lines)
         return len(lines)
+
+    def undo_tentative(self) -> int:
+        """Take off everything applied tentatively (newest first), and the conversation contexts
+        they changed: the ledger is again what the server's order alone makes it. Returns how many
+        changes were undone."""
+        with self._lock:
+            undo, self._undo = self._undo or [], None
+            for kind, what in reversed(undo):
+                if kind == "add":
+                    self.ledger.forget(what.id)  # type: ignore[union-attr]
+                else:
+                    for entry in what:  # type: ignore[union-attr]
+                        self.ledger.unretract(entry)
+            if undo or self._before[0] or self._before[1]:
+                self._contexts, self._engine = self._before
+            self._before = ({}, "")
+            return len(undo)
+
+    def _add(self, entry: Entry) -> Entry | None:
+        """Add an entry made from the event being applied: in a shared project named after the
+        event's global id, placed in the shared order, with its author."""
+        ev = self._ev
+        if ev is not None and ev.kv:
+            n = entry.id.rpartition(".")[2]
+            entry = replace(entry, id=f"{ev.uid}.{n}", order=ev.ss or ev.seq, author=ev.by, origin=ev.kv, seen=ev.seen)
+        if not self.ledger.add(entry):
+            return None
+        if self._undo is not None:
+            self._undo.append(("add", entry))
+        return entry
+
+    def _take(self, source_id: str = "", entry_id: str = "") -> list:
+        gone = self.ledger.retract(source_id=source_id, entry_id=entry_id)
+        if gone and self._undo is not None:
+            self._undo.append(("retract", gone))
+        return gone
 
     def _from_message(self, m: Message, seq: int, edited_text: str | None = None) -> list[dict]:
         ctx = self._contexts.get(m.conversation_id) or Context(engine=self._engine)
@@ -174,8 +230,8 @@ class SettingsBook:
         out = []
         for n, mention in enumerate(mentions):
             entry = self._entry(mention, f"{seq}.{n}", m.ts_ms, m.id, seq, "rules")
-            if self.ledger.add(entry):
-                out.append({"op": "add", "entry": entry.to_json()})
+            if (added := self._add(entry)) is not None:
+                out.append({"op": "add", "entry": added.to_json()})
         return out
 
     @staticmethod
@@ -185,7 +241,7 @@ class SettingsBook:
                      candidate=m.candidate, order=seq)
 
     def _retract(self, source_id: str) -> list[dict]:
-        return [{"op": "retract", "source_id": source_id}] if self.ledger.retract(source_id=source_id) else []
+        return [{"op": "retract", "source_id": source_id}] if self._take(source_id=source_id) else []
 
     def _artist(self, op: str, d: dict, seq: int) -> list[dict]:
         if op == OP_SETTING_ADD:
@@ -194,7 +250,7 @@ class SettingsBook:
                         value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
                         status=str(d["status"]), name=str(d.get("name") or ""), domain=str(d.get("domain") or "general"))
             entry = self._entry(m, f"{seq}.0", int(d["ts_ms"]), str(d.get("source_id") or ""), seq, "model")
-            return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
+            return [{"op": "add", "entry": added.to_json()}] if (added := self._add(entry)) is not None else []
         if op == OP_SETTING_SCENE:  # applied, from the scene: the file and scene in the note
             value = d.get("value")
             entry = Entry(id=f"{seq}.0", engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
@@ -202,9 +258,9 @@ class SettingsBook:
                           status="applied", ts_ms=int(d["ts_ms"]), domain=str(d.get("domain") or "general"),
                           name=str(d.get("name") or ""), by="scene", candidate=bool(d.get("candidate")), order=seq,
                           note=str(d.get("note") or ""))
-            return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
+            return [{"op": "add", "entry": added.to_json()}] if (added := self._add(entry)) is not None else []
         if op == OP_SETTING_RETRACT:
-            gone = self.ledger.retract(entry_id=str(d.get("entry_id", "")))
+            gone = self._take(entry_id=str(d.get("entry_id", "")))
             return [{"op": "retract", "entry_id": d.get("entry_id", "")}] if gone else []
         value = d.get("value")
         entry = Entry(id=f"{seq}.0", engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
@@ -212,7 +268,7 @@ class SettingsBook:
                       status="applied" if op == OP_SETTING_SET else UNSET, ts_ms=int(d["ts_ms"]),
                       domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""), by="artist",
                       order=seq, note=str(d.get("note") or ""))
-        return [{"op": "add", "entry": entry.to_json()}] if self.ledger.add(entry) else []
+        return [{"op": "add", "entry": added.to_json()}] if (added := self._add(entry)) is not None else []
 
     def _persist(self, lines: list[dict]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -309,9 +365,9 @@ class SettingsBook:
             fh.write(body)
         os.replace(tmp, self._md_path)
 
-    def rebuild(self, events: Iterable, lookup, to_message) -> None:
+    def rebuild(self, events: Iterable, lookup, to_message, shared: str = "") -> None:
         with self._lock:
             self._reset()
-            self.project(events, lookup, to_message)
+            self.project(events, lookup, to_message, shared=shared)
             if not self._md_path.exists():
                 self._write_markdown()

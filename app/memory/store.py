@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from app.core import projects
 from app.core.records import (
@@ -61,6 +61,7 @@ from app.memory.markdown import MarkdownBook, before
 from app.memory.settings_book import SETTING_OPS, SettingsBook
 from app.memory.turn_notes import TURN_OPS, TurnNotes
 from app.memory.turn_notes import whole as whole_turn_event
+from app.memory.team_file import TeamFile
 
 log = logging.getLogger("kelvin.store")
 
@@ -174,6 +175,9 @@ class ProjectStore:
         if self.folder.resolve().parent != data_dir.resolve():
             raise RecordError(f"project name {name!r} does not map to a folder inside the data folder")
         self.journal = Journal(self.folder / "journal", accept=whole_event)
+        self.team: TeamFile | None = None  # shared with a team (app.memory.team_file); None: personal
+        self.me = ("", "")  # this artist's name and this Kelvin's id: the author of what it journals when shared
+        self.load_team()
         self.book = MarkdownBook(self.folder, name)
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
         self.turns = TurnNotes(self.folder)  # what each answer looked at, its chips and their answers
@@ -202,6 +206,20 @@ class ProjectStore:
         self.on_embedder_problem: Callable[[str], None] = lambda msg: log.warning("%s", msg)
 
     # ---- opening -----------------------------------------------------------------------------------
+    def load_team(self) -> None:
+        """Read whether (and how far) the project is shared (after sharing or joining it, too)."""
+        import uuid
+
+        self.team = TeamFile.load(self.journal.folder)
+        if self.team is not None:
+            self.journal.namespace = uuid.UUID(self.team.namespace)
+
+    def _stamp(self) -> dict | None:
+        """Who makes the events journaled now, and what they had seen of the shared order."""
+        if self.team is None:
+            return None
+        return {"by": self.me[0], "kv": self.me[1], "seen": self.team.cursor}
+
     def exists(self) -> bool:
         return self.journal.folder.is_dir()
 
@@ -351,7 +369,22 @@ class ProjectStore:
         replayed = self._replay()
         self.journal.read_to_end()
         self._known = None  # loaded from the index at the first write
+        if self.team is not None:
+            self._tentative_ledger()
         return replayed
+
+    def _tentative_ledger(self) -> None:
+        """A shared project's own events the server has not ordered yet, applied to the settings
+        ledger on top of what it ordered (they live in memory only: app.memory.settings_book)."""
+        if self.settings is None or self.team is None:
+            return
+        self.settings.undo_tentative()
+        mine = [e for e, _seg, _pos in self.journal.read_from(*self.team.settled_at)
+                if not e.ss and not self.team.settled(e)]
+        if mine:
+            self.settings.project([self.team.shared_view(e) for e in mine], self._lookup,
+                                  self.bare_message, shared="tentative")
+        self.settings.seq = max(self.settings.seq, self.journal.last_seq())
 
     def check_folders(self) -> None:
         """Refuse a project in which a folder or a file Kelvin writes is a symbolic link: writes would
@@ -472,12 +505,12 @@ class ProjectStore:
         if not kept:
             return []
         self._check_room(kept)
-        entries = self.journal.append(kept)
+        entries = self.journal.append(kept, self._stamp())
         known |= batch
         self.projection_error = ""
         try:
             for i in range(0, len(entries), PROJECT_BATCH):
-                self._project(entries[i : i + PROJECT_BATCH])
+                self._project(entries[i : i + PROJECT_BATCH], shared="tentative")
                 progress(min(i + PROJECT_BATCH, len(entries)), len(entries))
         except Exception as exc:  # noqa: BLE001 — the events are durable; the projections catch up later
             self.projection_error = str(getattr(exc, "strerror", None) or exc)
@@ -516,38 +549,46 @@ class ProjectStore:
             self._known = self.index.message_ids()
         return self._known
 
-    def _project(self, entries: list[Entry], replay: bool = False, present: set[str] | None = None) -> None:
-        """Apply journal entries to Markdown and the index, in order, batching runs of adds."""
+    def _project(self, entries: list[Entry], replay: bool = False, present: set[str] | None = None,
+                 force: bool = False, shared: str = "") -> None:
+        """Apply journal entries to Markdown and the index, in order, batching runs of adds.
+        ``force``: whatever the projections' marks say (a shared project's events applied again in
+        the server's order: app.memory.team_settle). In a shared project the settings ledger takes
+        them as ``shared`` ("settled" or "tentative"; "" on a replay, whose ledger part is made again
+        when the project opens)."""
         run: list[Entry] = []
         for entry in entries:
             if entry.op in (OP_MESSAGE_ADD, OP_MEMORY_ADD) and (not run or run[-1].op == entry.op):
                 run.append(entry)
                 continue
-            self._apply_run(run, replay, present)
+            self._apply_run(run, replay, present, force)
             run = [entry] if entry.op in (OP_MESSAGE_ADD, OP_MEMORY_ADD) else []
             if not run:
-                self._apply_one(entry, replay)
-        self._apply_run(run, replay, present)
-        if self.settings is not None:
+                self._apply_one(entry, replay, force)
+        self._apply_run(run, replay, present, force)
+        if self.settings is not None and self.team is None:
             self.settings.project(entries, self._lookup, self.bare_message)
+        elif self.settings is not None and shared:
+            self.settings.project([self.team.shared_view(e) for e in entries], self._lookup, self.bare_message,
+                                  shared=shared)
         self.turns.project(entries)
-        last = entries[-1].seq
+        last = max(e.seq for e in entries)
         self.state.markdown_seq = max(self.state.markdown_seq, last)
         self.state.index_seq = max(self.state.index_seq, last)
         self.state.save(self._state_path)
 
-    def _apply_run(self, run: list[Entry], replay: bool, present: set[str] | None) -> None:
+    def _apply_run(self, run: list[Entry], replay: bool, present: set[str] | None, force: bool = False) -> None:
         if not run:
             return
-        md_todo = [e for e in run if e.seq > self.state.markdown_seq]
-        ix_todo = [e for e in run if e.seq > self.state.index_seq]
+        md_todo = [e for e in run if force or e.seq > self.state.markdown_seq]
+        ix_todo = [e for e in run if force or e.seq > self.state.index_seq]
         if run[0].op == OP_MEMORY_ADD:
             memories = [Memory(**e.data) for e in ix_todo]
             vectors = self._embed({m.id: m.text for m in memories})
             self.index.put_memories(memories, vectors, upsert=replay)
             return
-        tagged = {e.seq: self.to_message(e.data) for e in run if e.seq > min(self.state.markdown_seq,
-                                                                              self.state.index_seq)}
+        tagged = {e.seq: self.to_message(e.data) for e in run if force or e.seq > min(self.state.markdown_seq,
+                                                                                       self.state.index_seq)}
         if md_todo:
             msgs = [tagged[e.seq] for e in md_todo]
             self._lower_live_since(min(m.ts_ms for m in msgs))  # new messages go to the live files
@@ -599,7 +640,7 @@ class ProjectStore:
     def _embed_rows(self, rows: list[dict]) -> dict[str, list[float]]:
         return self._embed({r["chunk_id"]: embed_text(r["speaker"], r["text"]) for r in rows})
 
-    def _apply_one(self, entry: Entry, replay: bool) -> None:
+    def _apply_one(self, entry: Entry, replay: bool, force: bool = False) -> None:
         data = entry.data
         if entry.op == OP_MESSAGE_DELETE:
             if self._known is not None:
@@ -633,7 +674,7 @@ class ProjectStore:
         elif entry.op == OP_DAY_ROLLOVER:
             cutoff = int(data["cutoff_ms"])
             self._note_rollover([entry.seq, cutoff, str(data["day"])])
-            if entry.seq > self.state.markdown_seq:  # a replay from an index behind must not move later blocks
+            if force or entry.seq > self.state.markdown_seq:  # a replay from an index behind must not move later blocks
                 self.book.roll_over(cutoff, str(data["day"]))
                 since = self.state.live_since_ms  # nothing live is older now (the events after lower it again)
                 self.state.live_since_ms = cutoff if since is None else max(since, cutoff)
@@ -813,9 +854,16 @@ class ProjectStore:
             self.index.put_messages(batch, vectors, rows=rows)
             progress(min(i + PROJECT_BATCH, len(ordered)), len(ordered))
         self.index.put_memories(list(memories.values()), self._embed({m.id: m.text for m in memories.values()}))
-        self.book.rebuild(ordered, folded.archived)
-        if self.settings is not None:
+        self.book.rebuild(list(messages.values()), folded.archived)  # the order they came in (sorted by minute there)
+        if self.settings is not None and self.team is None:
             self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
+        elif self.settings is not None:  # the server's order, then this Kelvin's events it has not ordered yet
+            events = self.in_order()
+            settled = [e for e in events if e.ss <= self.team.cursor]
+            self.settings.undo_tentative()
+            self.settings.rebuild(settled, self._lookup, self.bare_message, shared="settled")
+            self.settings.project(events[len(settled):], self._lookup, self.bare_message, shared="tentative")
+            self.settings.seq = max(self.settings.seq, last)
         self.turns.rebuild(self.journal.read())
         live = [m.ts_ms for m in ordered if m.id not in folded.archived]
         with self._rollover_lock:
@@ -893,7 +941,7 @@ class ProjectStore:
         rollovers: list[list] = []
         deleted: set[str] = set()
         salvaged: set[str] = set()  # messages whose text the journal read back from a damaged line
-        for e in self.journal.read():
+        for e in self.in_order():
             d = e.data
             if e.op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE) and d["id"] not in messages:
                 messages[d["id"]] = d
@@ -924,6 +972,14 @@ class ProjectStore:
                 memories.pop(d["id"], None)
         return Folded({k: self.to_message(v) for k, v in messages.items()}, memories, archived, rollovers,
                       deleted - messages.keys(), salvaged)
+
+    def in_order(self) -> list[Entry] | Iterator[Entry]:
+        """The journal's events in the order the projections fold them: the journal's own, or in a
+        shared project the server's order (each with its place in ``ss``), then this Kelvin's
+        events the server has not ordered yet."""
+        if self.team is None:
+            return self.journal.read()
+        return sorted((self.team.shared_view(e) for e in self.journal.read()), key=lambda e: (e.ss, e.seq))
 
     def journal_messages(self) -> list[Message]:
         """Every live message as the journal has it (for checks and tools)."""
