@@ -176,7 +176,8 @@ class ProjectStore:
             raise RecordError(f"project name {name!r} does not map to a folder inside the data folder")
         self.journal = Journal(self.folder / "journal", accept=whole_event)
         self.team: TeamFile | None = None  # shared with a team (app.memory.team_file); None: personal
-        self.me = ("", "")  # this artist's name and this Kelvin's id: the author of what it journals when shared
+        # this artist's name and this Kelvin's id: the author of what it journals when shared
+        self.identity: Callable[[], tuple[str, str]] = lambda: ("", "")
         self.load_team()
         self.book = MarkdownBook(self.folder, name)
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
@@ -218,7 +219,8 @@ class ProjectStore:
         """Who makes the events journaled now, and what they had seen of the shared order."""
         if self.team is None:
             return None
-        return {"by": self.me[0], "kv": self.me[1], "seen": self.team.cursor}
+        by, kv = self.identity()
+        return {"by": by, "kv": kv, "seen": self.team.cursor}
 
     def exists(self) -> bool:
         return self.journal.folder.is_dir()
@@ -858,12 +860,7 @@ class ProjectStore:
         if self.settings is not None and self.team is None:
             self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
         elif self.settings is not None:  # the server's order, then this Kelvin's events it has not ordered yet
-            events = self.in_order()
-            settled = [e for e in events if e.ss <= self.team.cursor]
-            self.settings.undo_tentative()
-            self.settings.rebuild(settled, self._lookup, self.bare_message, shared="settled")
-            self.settings.project(events[len(settled):], self._lookup, self.bare_message, shared="tentative")
-            self.settings.seq = max(self.settings.seq, last)
+            self.rebuild_ledger()
         self.turns.rebuild(self.journal.read())
         live = [m.ts_ms for m in ordered if m.id not in folded.archived]
         with self._rollover_lock:
@@ -972,6 +969,22 @@ class ProjectStore:
                 memories.pop(d["id"], None)
         return Folded({k: self.to_message(v) for k, v in messages.items()}, memories, archived, rollovers,
                       deleted - messages.keys(), salvaged)
+
+    def rebuild_ledger(self) -> None:
+        """The settings ledger again from the journal alone (a project just shared: its entries are
+        named after their events' ids and placed in the shared order from now on)."""
+        if self.settings is None:
+            return
+        self.open_for_write()
+        if self.team is None:
+            self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
+            return
+        events = self.in_order()
+        settled = [e for e in events if e.ss <= self.team.cursor]
+        self.settings.undo_tentative()
+        self.settings.rebuild(settled, self._lookup, self.bare_message, shared="settled")
+        self.settings.project(events[len(settled):], self._lookup, self.bare_message, shared="tentative")
+        self.settings.seq = max(self.settings.seq, self.journal.last_seq())
 
     def in_order(self) -> list[Entry] | Iterator[Entry]:
         """The journal's events in the order the projections fold them: the journal's own, or in a
