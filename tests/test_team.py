@@ -170,3 +170,44 @@ def test_passwords_are_never_in_the_setting_nor_in_any_message(postgres, make_se
     with pytest.raises(TeamServerError) as err:
         Team(svc).server().schema_version()
     assert err.value.kind == "refused" and "pgpass" in str(err.value) and "wrong-one" not in str(err.value)
+
+
+def test_the_command_line_shares_joins_says_where_it_stands_and_the_doctor_checks_the_server(
+        postgres, studio, tmp_path, monkeypatch, capsys):
+    from app.cli import main
+
+    monkeypatch.setenv("KELVIN_TEAM_SERVER", postgres.conninfo(studio, f"writer_{studio}"))
+
+    def kelvin(artist: str, *argv: str) -> tuple[int, str, str]:
+        monkeypatch.setenv("KELVIN_ARTIST", artist)
+        monkeypatch.setenv("KELVIN_DATA_DIR", str(tmp_path / artist))
+        rc = main(list(argv))
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    assert kelvin("Mia", "project", "create", "Nike")[0] == 0
+    rc, out, err = kelvin("Mia", "--project", "Nike", "team", "status")
+    assert rc == 0 and "personal project" in out
+    rc, out, err = kelvin("Mia", "team", "share", "Nike")
+    assert rc == 0 and "shared 'Nike'" in out and "synced" in out, err
+    assert kelvin("Mia", "--project", "Nike", "settings", "set", "gi clamp", "10", "--engine", "octane")[0] == 0
+    rc, out, err = kelvin("Mia", "--project", "Nike", "team", "sync")
+    assert rc == 0 and "sent 1" in out and out.rstrip().endswith("synced")
+    rc, out, _ = kelvin("Leo", "team", "projects")
+    assert rc == 0 and "Nike" in out and "shared by Mia" in out
+    rc, out, err = kelvin("Leo", "team", "join", "Nike")
+    assert rc == 0 and "joined 'Nike'" in out, err
+    rc, out, _ = kelvin("Leo", "--project", "Nike", "settings", "list")
+    assert "GI clamp = 10 (Mia, " in out and "by hand" in out
+    rc, out, _ = kelvin("Leo", "--project", "Nike", "team", "status", "--json")
+    assert json.loads(out)["words"] == "synced"
+    rc, out, _ = kelvin("Leo", "doctor", "--json")
+    check = next(c for c in json.loads(out) if c["name"] == "team server")
+    assert check["status"] == "ok" and "PostgreSQL 15" in check["detail"] and "reads and writes" in check["detail"]
+    assert "schema 1" in check["detail"] and "clocks" in check["detail"]
+    # a server that is not there: one plain sentence, no traceback, local work goes on
+    monkeypatch.setenv("KELVIN_TEAM_SERVER", f"host={tmp_path} port=1 dbname=x user=y")
+    rc, out, err = kelvin("Leo", "--project", "Nike", "team", "sync")
+    assert rc == 1 and err.startswith("kelvin: the studio's server") and "cannot be reached" in err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert kelvin("Leo", "--project", "Nike", "memory", "remember", "the client likes warm light")[0] == 0

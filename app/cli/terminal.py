@@ -342,7 +342,8 @@ def settings(args, memory) -> int:
                 value = "(the current value)" if e.value is None and e.status == "rejected" else format_value(e.value, e.unit)
                 src = ("by hand" + (f": {clean_output(e.note)}" if e.note else "")) if e.by == "artist" else \
                     f"scene: {clean_output(e.note)}" if e.by == "scene" else (e.source_id or "")
-                print(f"  {mark} {when(e.ts_ms)}  {e.status:<9} {value:<14} {src}")
+                who = f"{clean_output(e.author)}, " if e.author else ""  # a shared project: who said it
+                print(f"  {mark} {who}{when(e.ts_ms)}  {e.status:<9} {value:<14} {src}")
         return EXIT_OK
     if cmd == "set":
         entry = ledger.set(args.parameter, args.value, args.engine, project, note=args.note)

@@ -35,12 +35,22 @@ def describe(c: Current, with_source: bool = False) -> str:
     """"Octane GI clamp = 10 (set 2026-11-22 14:02; before: 25, set 09:10)"."""
     e, p = c.entry, c.previous
     label = " ".join(x for x in (engine_label(e.engine), e.name or e.parameter) if x)
-    bits = [f"set {when(e.ts_ms)}" + (" by hand" if e.by == "artist" else f" from {e.note}" if e.by == "scene" else "")]
+    said = f"{e.author}, {when(e.ts_ms)}" if e.author else f"set {when(e.ts_ms)}"  # who, in a shared project
+    bits = [said + (" by hand" if e.by == "artist" else f" from {e.note}" if e.by == "scene" else "")]
     if with_source and e.source_id and e.by != "artist":
         bits[0] += f" in {e.source_id}"
     if p is not None:
         bits.append(f"before: {format_value(p.value, p.unit)}, set {when(p.ts_ms)}")
-    return f"{label} = {format_value(e.value, e.unit)} ({'; '.join(bits)})"
+    line = f"{label} = {format_value(e.value, e.unit)} ({'; '.join(bits)})"
+    return line + (f" — {conflict_words(c)}" if c.conflict else "")
+
+
+def conflict_words(c: Current) -> str:
+    """"conflict: Leo set 25 at 10:43 without having seen it — choose one"."""
+    others = "; ".join(f"{x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} at {when(x.ts_ms)}"
+                       for x in c.conflict)
+    return (f"CONFLICT: {others} without having seen it — choose one (kelvin settings set "
+            f"\"{c.entry.name or c.entry.parameter}\" VALUE)")
 
 
 class SettingsLedger:
