@@ -211,3 +211,38 @@ def test_the_command_line_shares_joins_says_where_it_stands_and_the_doctor_check
     assert rc == 1 and err.startswith("kelvin: the studio's server") and "cannot be reached" in err
     assert "Traceback" not in err and err.count("\n") == 1
     assert kelvin("Leo", "--project", "Nike", "memory", "remember", "the client likes warm light")[0] == 0
+
+
+def test_with_ollama_on_the_studios_gpu_box_a_local_render_unloads_nothing_and_says_so(make_service):
+    from app.core.commands import Mode
+    from app.core.vram import GpuSample, ProcessSample, Sample
+    from app.services.conversation import Conversation
+    from app.services.gpu_guard import GpuGuard, replay
+
+    svc = make_service(ollama_host="http://gpu-box.studio.invalid:11434")
+    conv = Conversation(svc.settings, svc)
+    notes = []
+    guard = GpuGuard(svc.settings, source=None, conversation=conv, synchronous=True,
+                     notify=lambda title, text: notes.append((title, text)))
+    try:
+        events = replay(guard, [Sample(0, (GpuSample(0, 8_000, 7_500, 99),), (ProcessSample(3, "kick", 0, 6_000),))])
+        assert events[0].action == "unload" and "nothing of Kelvin's on this GPU" in events[-1].reason
+        assert conv.mode is Mode.GPU  # the answers go on on the studio's server
+        assert notes == [("Render detected in Arnold (kick)", "Kelvin's model runs on the studio's model server "
+                          "(http://gpu-box.studio.invalid:11434), not on this GPU: nothing to unload, and Kelvin keeps "
+                          "answering.")]
+    finally:
+        guard.stop()
+        conv.close()
+
+
+def test_a_busy_shared_model_server_reads_as_waiting_not_as_a_failure():
+    import ollama
+
+    from app.llm.errors import ServerBusy, explain
+
+    busy = explain(ollama.ResponseError("server busy, please try again.  maximum pending requests exceeded", 503),
+                   "http://gpu-box.studio:11434", "llama3.1:8b")
+    assert isinstance(busy, ServerBusy) and str(busy).startswith("waiting for the studio's model server")
+    local = explain(ollama.ResponseError("server busy", 503), "http://127.0.0.1:11434", "llama3.1:8b")
+    assert isinstance(local, ServerBusy) and "busy" in str(local)
