@@ -64,7 +64,9 @@ def shared(postgres, make_service, tmp_path):
     lead.commit("start of the job", project="Job")[1].result()
     lead_team.share("Job")
     joiner = make_service(data_dir=str(tmp_path / "mia"), team_server=server, artist="Mia")
-    Team(joiner).join("Job")
+    joining = Team(joiner)
+    joining.join("Job")
+    joining.close()
     joiner.close()
     yield studio, server, lead, lead_team
     lead_team.close()
@@ -94,7 +96,9 @@ def test_a_kill_before_during_or_after_the_servers_commit_loses_and_doubles_noth
         mia.close()
     assert seen["none of it"] and seen["all of it"]  # both sides of the commit were hit
     mia = make_service(data_dir=str(tmp_path / "mia"), team_server=server, artist="Mia")
-    assert _everyone_agrees(postgres, studio, "Job", [(lead, lead_team), (mia, Team(mia))]) > 10
+    mia_team = Team(mia)
+    assert _everyone_agrees(postgres, studio, "Job", [(lead, lead_team), (mia, mia_team)]) > 10
+    mia_team.close()
 
 
 @pytest.mark.slow
@@ -113,7 +117,9 @@ def test_kills_at_random_moments_of_the_rounds(postgres, shared, make_service, t
         _reap(p)
         lead_team.sync("Job")
     mia = make_service(data_dir=str(tmp_path / "mia"), team_server=server, artist="Mia")
-    assert _everyone_agrees(postgres, studio, "Job", [(lead, lead_team), (mia, Team(mia))]) > 10
+    mia_team = Team(mia)
+    assert _everyone_agrees(postgres, studio, "Job", [(lead, lead_team), (mia, mia_team)]) > 10
+    mia_team.close()
 
 
 @pytest.mark.slow

@@ -96,8 +96,9 @@ def where(setting: str) -> str:
     if d.get("service"):
         return f"the studio's server (service {d['service']})"
     host = str(d.get("host") or os.environ.get("PGHOST") or "localhost")
-    host = "a local socket" if host.startswith("/") else host
-    bits = [host + (f":{d['port']}" if d.get("port") else ""), f"database {d['dbname']}" if d.get("dbname") else "",
+    local = host.startswith("/")
+    bits = ["a local socket" if local else host + (f":{d['port']}" if d.get("port") else ""),
+            f"database {d['dbname']}" if d.get("dbname") else "",
             f"user {d['user']}" if d.get("user") else ""]
     return "the studio's server (" + ", ".join(b for b in bits if b) + ")"
 
@@ -166,17 +167,24 @@ class TeamServer:
 
     def _run(self, fn):
         """``fn(conn)`` in one transaction; a psycopg error becomes a plain TeamServerError (and the
-        connection is dropped, to be opened again next time)."""
+        connection is dropped, to be opened again next time). A connection kept from before that
+        turns out dead (the server restarted, the network cut it) is opened again once at once:
+        every call here may run twice (a push changes nothing the second time)."""
         import psycopg
 
-        conn = self._connect()
-        try:
-            with conn.transaction():
-                return fn(conn)
-        except psycopg.Error as exc:
-            if conn.broken or isinstance(exc, psycopg.OperationalError):
-                self.close()
-            raise _plain(exc, self.setting) from None
+        for attempt in (1, 2):
+            kept = self._conn is not None and not self._conn.closed
+            conn = self._connect()
+            try:
+                with conn.transaction():
+                    return fn(conn)
+            except psycopg.Error as exc:
+                dead = conn.broken or isinstance(exc, psycopg.OperationalError)
+                if dead:
+                    self.close()
+                if dead and kept and attempt == 1:
+                    continue
+                raise _plain(exc, self.setting) from None
 
     def close(self) -> None:
         if self._conn is not None:

@@ -299,7 +299,10 @@ class BriefBuilder:
         e = cur.entry
         label = " ".join(x for x in (engine_label(e.engine), (e.name or e.parameter).replace("_", " ")) if x)
         before = f" (before: {format_value(cur.previous.value, cur.previous.unit)})" if cur.previous else ""
-        return f"{label} = {format_value(e.value, e.unit)}{before}"
+        who = f" ({e.author})" if e.author else ""  # a shared project: who decided it
+        apart = "".join(f"; CONFLICT: {x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} without having "
+                        "seen it" for x in cur.conflict)
+        return f"{label} = {format_value(e.value, e.unit)}{who}{before}{apart}"
 
     def _save(self, result: BriefResult, since: int) -> None:
         """Archive first, then the live brief replaced in one step: a crash in between leaves the old

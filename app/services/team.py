@@ -73,6 +73,7 @@ class Round:
     pushed: int
     pulled: int  # the team's events new to this Kelvin
     waiting: int
+    rebased: int = 0  # settlements where the team's events came before this Kelvin's tentative ones
 
 
 class SyncBusy(RuntimeError):
@@ -237,12 +238,13 @@ class Team:
             pushed += len(batch)
             if len(batch) < PUSH_BATCH:
                 break
-        pulled = 0
+        pulled = rebased = 0
         while True:
             rows, last = server.pull(store.team.server_project, store.team.cursor, PULL_BATCH)
             if rows:
                 done = writer.call(lambda: self._settle(store, rows)).result()[0]
                 pulled += done.appended
+                rebased += done.rebased
                 if progress is not None:
                     progress(rows[-1].ss, last)
             if not rows or rows[-1].ss >= last:
@@ -251,7 +253,7 @@ class Team:
         if refused is not None:
             self._note(store, refused, waiting)
             raise refused
-        return Round(pushed, pulled, waiting)
+        return Round(pushed, pulled, waiting, rebased)
 
     @staticmethod
     def _outbox(store) -> tuple[list[Entry], list[tuple[Entry, str, int]]]:
@@ -333,6 +335,7 @@ class TeamSync:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._listener = Listener(team.setting) if team.configured else None
+        self.rebased = 0  # rounds whose settlement put the team's events before this Kelvin's tentative ones
         team.memory.on_written.append(self._written)
 
     def follow(self, project: str) -> None:
@@ -366,6 +369,7 @@ class TeamSync:
             if project is not None and self.team.is_shared(project):
                 try:
                     done = self.team.sync(project)
+                    self.rebased += done.rebased
                     failures = 0
                     self.on_change(self.team.status(project), done.pulled)
                 except SyncBusy:

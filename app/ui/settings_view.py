@@ -72,12 +72,19 @@ class CurrentModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.EditRole and index.column() == 2:
             return format_value(e.value, e.unit)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"changed {c.changed} time(s)" + (" · a candidate, not in the taxonomy" if e.candidate else "")
+            tip = f"changed {c.changed} time(s)" + (" · a candidate, not in the taxonomy" if e.candidate else "")
+            return tip + "".join(f"\n{x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} at "
+                                 f"{when(x.ts_ms)} without having seen it — double-click the value to choose"
+                                 for x in c.conflict)
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         p = c.previous
-        return (engine_name(e.engine), (e.name or e.parameter).replace("_", " "), format_value(e.value, e.unit),
-                when(e.ts_ms), who(e.by),
+        value = format_value(e.value, e.unit)
+        if c.conflict:  # a shared project: two artists decided apart; shown as one until chosen
+            value = " or ".join([f"{value} ({e.author})", *(f"{format_value(x.value, x.unit)} ({x.author})"
+                                                             for x in c.conflict)]) + " — conflict"
+        return (engine_name(e.engine), (e.name or e.parameter).replace("_", " "), value,
+                when(e.ts_ms), e.author or who(e.by),
                 "" if p is None else format_value(p.value, p.unit))[index.column()]
 
     def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802

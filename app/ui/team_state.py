@@ -48,9 +48,29 @@ class TeamPresenter(QObject):
         window.pools.run(window.pools.memory, look,
                          returned=lambda status: self._changed(status, 0) if project == window.project else None)
 
+    def share(self, project: str) -> None:
+        """Put the current project on the studio's server (on a worker: it sends all of it)."""
+        if self.sync is None:
+            return
+        team, window = self.sync.team, self.window
+        window.statusBar().showMessage(f"Sharing {project} with the team …")
+
+        def done(shared) -> None:
+            window.statusBar().showMessage(f"{project} is shared: the team can join it as “{shared.name}”", 8000)
+            self.follow(project)
+
+        window.pools.run(window.pools.general, lambda report: team.share(project), returned=done,
+                         errored=lambda exc: window.notify("Not shared", str(exc)))
+
     def _changed(self, status, pulled: int) -> None:
         if status.project != self.window.project:
             return
+        box = self.window.project_box
+        if box.can_share != (not status.shared):
+            box.can_share = not status.shared
+            box.show_projects([box.itemData(i) for i in range(box.count())
+                               if isinstance(box.itemData(i), str) and not box.itemData(i).startswith("\x00")],
+                              status.project)
         if not status.shared:
             self.label.hide()
             return

@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             svc.flush()
             if sync is not None:
                 sync.stop(30)
+                did["rebased_rounds"] = sync.rebased
                 for _ in range(3):
                     try:
                         team.sync(args.project)
