@@ -336,12 +336,15 @@ class Listener:
     def __init__(self, setting: str):
         self.setting = setting
         self._conn = None
+        self._closed = False
 
     def wait(self, timeout: float) -> set[str] | None:
         """The projects (ids) with news within ``timeout`` seconds (empty: none came), or None when
         the server cannot be listened to (then the caller polls)."""
         import psycopg
 
+        if self._closed:
+            return None
         try:
             if self._conn is None or self._conn.closed:
                 self._conn = psycopg.connect(conninfo(self.setting), autocommit=True, application_name="kelvin-listen")
@@ -352,10 +355,11 @@ class Listener:
             return news
         except psycopg.Error as exc:
             log.debug("listening for the team's news failed: %s", redact(str(exc)))
-            self.close()
+            self.close(for_good=False)
             return None
 
-    def close(self) -> None:
+    def close(self, for_good: bool = True) -> None:
+        self._closed = self._closed or for_good
         if self._conn is not None:
             try:
                 self._conn.close()

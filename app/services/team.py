@@ -192,6 +192,7 @@ class Team:
             store.open_for_write()
             TeamFile(store.journal.folder, there.id, there.name, str(store.journal.namespace), "", "").save()
             store.load_team()
+            store.rebuild_ledger()  # its files as a shared project's (settings.md even while it is empty)
 
         self.memory.writer.call(become_member).result()
         from app.services.projects import Projects
@@ -319,6 +320,18 @@ class Team:
         waiting = self.memory.writer.call(lambda: self._waiting(store)).result()[0] if store.exists() else 0
         return TeamStatus(store.name, True, "sending" if waiting else "synced", waiting)
 
+    def recount(self, project: str | None = None) -> TeamStatus:
+        """The status with what waits to be sent counted again here (no server asked: between two
+        rounds, after this Kelvin wrote while offline)."""
+        store = self.memory.store(project)
+        known = self.status(project)
+        if not known.shared:
+            return known
+        waiting = self.memory.writer.call(lambda: self._waiting(store)).result()[0]
+        status = replace(known, waiting=waiting, state="sending" if known.state == "synced" and waiting else known.state)
+        self._status[store.name] = status
+        return status
+
     def is_shared(self, project: str | None = None) -> bool:
         return self.memory.store(project).team is not None
 
@@ -362,11 +375,21 @@ class TeamSync:
 
     def _run(self) -> None:
         failures = 0
+        next_round = 0.0  # while the server is away, this Kelvin's writes are counted, not sent, until then
+        followed = None
         while not self._stop.is_set():
             project = self.project
             self._wake.clear()
-            pause = POLL_S
-            if project is not None and self.team.is_shared(project):
+            if project != followed:
+                followed, next_round = project, 0.0
+            shared = project is not None and self.team.is_shared(project)
+            if shared and time.monotonic() < next_round:
+                try:
+                    self.on_change(self.team.recount(project), 0)
+                except Exception:  # noqa: BLE001 — only a count for the header
+                    log.debug("counting what waits failed", exc_info=True)
+            elif shared:
+                pause = POLL_S
                 try:
                     done = self.team.sync(project)
                     self.rebased += done.rebased
@@ -381,7 +404,9 @@ class TeamSync:
                 except Exception:  # noqa: BLE001 — a bug must not stop the team's rounds; said in the log
                     log.exception("a team sync round failed")
                     pause = BACKOFF_S[-1]
-            self._wait(pause, project)
+                next_round = time.monotonic() + (pause if failures else 0.0)
+            wait = POLL_S if not failures else max(0.05, next_round - time.monotonic())
+            self._wait(wait, project)
 
     def _wait(self, pause: float, project: str | None) -> None:
         """Until the server has news for the project, this Kelvin wrote, or ``pause`` ran out."""
