@@ -33,7 +33,8 @@ def _service(data: Path, server: str, artist: str):
 
 
 def latency(cluster: Cluster, n: int, root: Path) -> dict:
-    from app.services.team import Team, TeamSync
+    from app.services.team import Team
+    from app.services.team_sync import TeamSync
 
     db = cluster.database("latency")
     server = cluster.conninfo(db, f"writer_{db}")
@@ -138,6 +139,16 @@ def studio(cluster: Cluster, artists: int, events: int, batch: int) -> dict:
         finally:
             srv.close()
 
+    # the baseline in the same run: one artist alone (no one to wait for at the project's row lock)
+    alone = TeamServer(server)
+    solo = []
+    for i in range(0, events, batch):
+        chunk = [Entry(0, "message.add", int(time.time() * 1000), {"id": f"solo-{i + j}", "text": "alone"},
+                       uid=str(uuid.uuid4()), by="solo", kv="kelvin-solo") for j in range(batch)]
+        t0 = time.perf_counter()
+        alone.push(project, chunk)
+        solo.append(time.perf_counter() - t0)
+    alone.close()
     threads = [threading.Thread(target=artist, args=(k,)) for k in range(artists)]
     t0 = time.perf_counter()
     for t in threads:
@@ -147,7 +158,8 @@ def studio(cluster: Cluster, artists: int, events: int, batch: int) -> dict:
     wall = time.perf_counter() - t0
     seqs = [r[0] for r in cluster.sql("SELECT seq FROM kelvin.events ORDER BY seq", dbname=db)]
     return {"artists": artists, "events_each": events, "batch": batch, "errors": errors[:3],
-            "events_on_server": len(seqs), "expected": artists * events,
+            "one_artist_alone_push_ms": c.summary_ms(solo),
+            "events_on_server": len(seqs), "expected": artists * events + events,
             "gap_free": seqs == list(range(1, len(seqs) + 1)), "wall_s": round(wall, 2),
             "events_per_s": round(len(seqs) / wall, 1), "push_ms": c.summary_ms(times),
             "push_ms_mean_per_event": round(statistics.mean(times) * 1000 / batch, 3)}

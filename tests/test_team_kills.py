@@ -125,7 +125,8 @@ def test_kills_at_random_moments_of_the_rounds(postgres, shared, make_service, t
 @pytest.mark.slow
 def test_the_server_stopped_restarted_and_cut_mid_round(postgres, shared, make_service, tmp_path):
     """Local work goes on while the server is away; the status says so; the rounds resume by themselves."""
-    from app.services.team import Team, TeamSync
+    from app.services.team import Team
+    from app.services.team_sync import TeamSync
 
     studio, server, lead, lead_team = shared
     mia = make_service(data_dir=str(tmp_path / "mia"), team_server=server, artist="Mia")

@@ -2,9 +2,8 @@
 
 ``share`` puts a project on the server (on purpose; personal projects never leave the machine),
 ``join`` brings a shared one to this Kelvin, ``sync`` does one round — send what the server does not
-have yet, then fetch and settle what the team added — and :class:`TeamSync` runs those rounds in the
-background wherever a project is open (the window), woken by the server's NOTIFY, by this Kelvin's
-own writes, and by a poll. The network is never touched on the writer thread or the UI thread: the
+have yet, then fetch and settle what the team added (app.services.team_sync runs those rounds in the
+background wherever a project is open). The network is never touched on the writer thread or the UI thread: the
 local parts of a round (reading the outbox, recording what the server took, settling a pull) run on
 the memory's writer (app.services.commit_queue), in order with every other write.
 
@@ -16,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -27,7 +25,7 @@ from app.core.records import RecordError, check_name, now_ms
 from app.durable import open_lockfile
 from app.memory.journal import Entry
 from app.memory.team_file import TeamFile
-from app.memory.team_server import Listener, ServerProject, TeamServer, TeamServerError, where
+from app.memory.team_server import ServerProject, TeamServer, TeamServerError, where
 from app.memory.team_settle import settle
 from app.services.memory import MemoryService
 
@@ -35,8 +33,6 @@ log = logging.getLogger("kelvin.team")
 
 PUSH_BATCH = 2000
 PULL_BATCH = 5000
-POLL_S = 5.0  # a poll besides NOTIFY (a listener that lost its connection, a missed word)
-BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
 
 
 @dataclass(frozen=True)
@@ -334,94 +330,3 @@ class Team:
 
     def is_shared(self, project: str | None = None) -> bool:
         return self.memory.store(project).team is not None
-
-
-class TeamSync:
-    """The background rounds for the project open in this process (the window's), on a thread of
-    their own; ``on_change(status, pulled)`` is told after every round (from that thread)."""
-
-    def __init__(self, team: Team, on_change: Callable[[TeamStatus, int], None] = lambda s, n: None):
-        self.team = team
-        self.on_change = on_change
-        self.project: str | None = None
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._listener = Listener(team.setting) if team.configured else None
-        self.rebased = 0  # rounds whose settlement put the team's events before this Kelvin's tentative ones
-        team.memory.on_written.append(self._written)
-
-    def follow(self, project: str) -> None:
-        """Keep ``project`` in step from now on (a personal project: nothing to do)."""
-        self.project = project
-        self._wake.set()
-        if self._thread is None and self.team.configured:
-            self._thread = threading.Thread(target=self._run, name="kelvin-team", daemon=True)
-            self._thread.start()
-
-    def _written(self, project: str) -> None:
-        if project == self.project:
-            self._wake.set()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        if self._listener is not None:
-            self._listener.close()
-        if self._written in self.team.memory.on_written:
-            self.team.memory.on_written.remove(self._written)
-
-    def _run(self) -> None:
-        failures = 0
-        next_round = 0.0  # while the server is away, this Kelvin's writes are counted, not sent, until then
-        followed = None
-        while not self._stop.is_set():
-            project = self.project
-            self._wake.clear()
-            if project != followed:
-                followed, next_round = project, 0.0
-            shared = project is not None and self.team.is_shared(project)
-            if shared and time.monotonic() < next_round:
-                try:
-                    self.on_change(self.team.recount(project), 0)
-                except Exception:  # noqa: BLE001 — only a count for the header
-                    log.debug("counting what waits failed", exc_info=True)
-            elif shared:
-                pause = POLL_S
-                try:
-                    done = self.team.sync(project)
-                    self.rebased += done.rebased
-                    failures = 0
-                    self.on_change(self.team.status(project), done.pulled)
-                except SyncBusy:
-                    pass
-                except TeamServerError:
-                    pause = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
-                    failures += 1
-                    self.on_change(self.team.status(project), 0)
-                except Exception:  # noqa: BLE001 — a bug must not stop the team's rounds; said in the log
-                    log.exception("a team sync round failed")
-                    pause = BACKOFF_S[-1]
-                next_round = time.monotonic() + (pause if failures else 0.0)
-            wait = POLL_S if not failures else max(0.05, next_round - time.monotonic())
-            self._wait(wait, project)
-
-    def _wait(self, pause: float, project: str | None) -> None:
-        """Until the server has news for the project, this Kelvin wrote, or ``pause`` ran out."""
-        deadline = time.monotonic() + pause
-        store = self.team.memory.store(project) if project else None
-        wanted = store.team.server_project if store is not None and store.team is not None else None
-        while not self._stop.is_set() and not self._wake.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            if self._listener is not None and wanted is not None:
-                news = self._listener.wait(min(left, 0.25))
-                if news is None:
-                    self._wake.wait(min(left, 0.25))
-                elif wanted in news:
-                    return
-            else:
-                self._wake.wait(min(left, 0.25))

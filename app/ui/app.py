@@ -73,7 +73,8 @@ def build_services(settings, gpu: bool = True) -> Services:
             problem = first.error
     team = None
     if settings.team_server.strip():
-        from app.services.team import Team, TeamSync
+        from app.services.team import Team
+        from app.services.team_sync import TeamSync
 
         team = TeamSync(Team(memory))
     return Services(memory, conversation, guard, problem, team)

@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from app.config import load
     from app.services.memory import MemoryService
-    from app.services.team import Team, TeamSync
+    from app.services.team import Team
+    from app.services.team_sync import TeamSync
 
     server = "" if args.offline else args.server
     svc = MemoryService(load({"data_dir": args.data_dir, "team_server": server, "artist": args.artist,
