@@ -175,6 +175,10 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=10)
     args = p.parse_args()
     parts = args.parts.split(",")
+    import signal
+    import sys
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the cluster is still stopped (finally)
     doc = {"bench": "team_sync", "machine": c.machine_info()}
     cluster = Cluster(durable=True).start()
     root = Path(tempfile.mkdtemp(prefix="kelvin-team-bench-"))

@@ -422,10 +422,16 @@ def _chat(args, settings, service) -> int:
     conversation = Conversation(settings, service, mode=Mode.parse(args.mode or settings.mode))
     if not args.verbose:  # the chat says itself when Ollama is away (its answer's first line): not twice
         logging.getLogger("kelvin.memory").setLevel(logging.ERROR)
-    guard = None
+    guard = sync = None
     try:
         if args.once:
             return terminal.chat_once(conversation, args.question, args.json)
+        if settings.team_server.strip():  # a shared project stays in step while the chat is open
+            from app.services.team import Team
+            from app.services.team_sync import TeamSync
+
+            sync = TeamSync(Team(service))
+            sync.follow(conversation.project)
         from app.cli.gpu import start_guard
 
         guard = start_guard(settings, conversation, service)
@@ -435,6 +441,9 @@ def _chat(args, settings, service) -> int:
     finally:
         if guard is not None:
             guard.stop()
+        if sync is not None:
+            sync.stop()
+            sync.team.close()
         conversation.close()
 
 

@@ -236,8 +236,12 @@ class Team:
             if len(batch) < PUSH_BATCH:
                 break
         pulled = rebased = 0
+        # this Kelvin's own events come back in one settlement (a big project just shared, a long
+        # time offline): each settlement applies what is still tentative again, so many small ones
+        # would cost the backlog over and over
+        batch = max(PULL_BATCH, pushed + PULL_BATCH)
         while True:
-            rows, last = server.pull(store.team.server_project, store.team.cursor, PULL_BATCH)
+            rows, last = server.pull(store.team.server_project, store.team.cursor, batch)
             if rows:
                 done = writer.call(lambda: self._settle(store, rows)).result()[0]
                 pulled += done.appended
