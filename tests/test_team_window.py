@@ -16,7 +16,8 @@ from tests.support.ollama_server import OllamaTestServer
 def said(w) -> str:
     """What the header's team label tells (all of it; a narrow window shows a dot and a word, the
     rest in the tooltip)."""
-    return (w.team_label.property("full") or "") if w.team_label.isVisible() else ""
+    label = w.header.team_label
+    return (label.property("full") or "") if label.isVisible() else ""
 
 
 def test_the_header_says_the_team_state_and_a_teammates_words_appear(qtbot, tmp_path, postgres, make_service):
@@ -44,7 +45,7 @@ def test_the_header_says_the_team_state_and_a_teammates_words_appear(qtbot, tmp_
         try:
             w.attach(build_services(settings, gpu=False))
             qtbot.waitUntil(lambda: "Team: synced" in said(w), timeout=20_000)
-            w._show_view(w.views.indexOf(w.memory))
+            w.show_view(w.views.indexOf(w.memory))
             leo.commit("GI clamp 10 for the finals, says Leo", project="Spot")[1].result()
             leo_team.sync("Spot")
             qtbot.waitUntil(lambda: any("GI clamp 10 for the finals" in (m.text if hasattr(m, "text") else str(m))
