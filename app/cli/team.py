@@ -29,7 +29,8 @@ def team(args, service) -> int:
             for p in found if not args.json else ():
                 print(f"{p.name}  ({p.last_seq:,} events, shared by {p.created_by or 'someone'})")
         elif cmd == "sync":
-            done = t.sync(args.project, _progress() if sys.stderr.isatty() else None)
+            # the window may be in a round of its own: wait for it rather than say "busy"
+            done = t.sync(args.project, _progress() if sys.stderr.isatty() else None, wait_s=service.settings.lock_wait_s)
             print(f"sent {done.pushed:,}, received {done.pulled:,}; " + t.status(args.project).words())
         else:
             _status(t, args.project, args.json)

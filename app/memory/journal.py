@@ -496,6 +496,13 @@ class Journal:
                 self._cursor = (self._segment, self._segment_bytes, entries[-1].seq)
         return entries
 
+    def end(self) -> tuple[str, int]:
+        """Under the lock, open for writing: where the next event goes (its segment and the bytes
+        in it) — the position after everything this process just wrote."""
+        if self._fh is None:
+            raise JournalError("journal is not open for writing")
+        return self._segment, self._segment_bytes
+
     # ---- catching up with other processes (under the write lock) ----------------------------------
     def read_to_end(self) -> None:
         """Under the lock: mark everything now in the journal as seen by this process (after it

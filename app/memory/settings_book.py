@@ -21,6 +21,7 @@ import logging
 import os
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
@@ -40,6 +41,7 @@ OP_SETTING_ADD = "setting.add"  # a setting the model pass found in a message
 OP_SETTING_SCENE = "setting.scene"  # a value read from a scene file (kelvin scene import, the Blender add-on)
 SETTING_OPS = (OP_SETTING_SET, OP_SETTING_UNSET, OP_SETTING_RETRACT, OP_SETTING_ADD, OP_SETTING_SCENE)
 _MESSAGE_OPS = ("message.add", "message.edit", "message.delete")
+SETTINGS_STATE = "settings.state.json"  # how far the ledger has read (another process's catch-up watches it)
 
 
 class SettingsBook:
@@ -48,7 +50,7 @@ class SettingsBook:
         self.project_name = project
         self.extractor = extractor
         self._log_path = folder / "settings.jsonl"
-        self._state_path = folder / "settings.state.json"
+        self._state_path = folder / SETTINGS_STATE
         self._md_path = folder / "settings.md"
         self._lock = threading.RLock()
         self.ledger = Ledger()
@@ -132,7 +134,7 @@ class SettingsBook:
 
     def _reset(self) -> None:
         self.ledger, self.seq, self._contexts, self._engine, self._lines = Ledger(), 0, {}, "", 0
-        self._read_to = (0, 0)
+        self._read_to, self._undo, self._before = (0, 0), None, ({}, "")
         for p in (self._log_path, self._state_path):
             try:
                 p.unlink()
@@ -186,6 +188,7 @@ class SettingsBook:
         they changed: the ledger is again what the server's order alone makes it. Returns how many
         changes were undone."""
         with self._lock:
+            started = self._undo is not None
             undo, self._undo = self._undo or [], None
             for kind, what in reversed(undo):
                 if kind == "add":
@@ -193,10 +196,17 @@ class SettingsBook:
                 else:
                     for entry in what:  # type: ignore[union-attr]
                         self.ledger.unretract(entry)
-            if undo or self._before[0] or self._before[1]:
+            if started:  # (a tentative message may have changed a context without adding an entry)
                 self._contexts, self._engine = self._before
             self._before = ({}, "")
             return len(undo)
+
+    @contextmanager
+    def changing(self):
+        """Hold the ledger still for this process's readers while a change of several steps is made
+        (a shared project's tentative part taken off, the server's order applied, put back on)."""
+        with self._lock:
+            yield
 
     def _add(self, entry: Entry) -> Entry | None:
         """Add an entry made from the event being applied: in a shared project named after the

@@ -9,7 +9,10 @@ every write runs inside :meth:`ProjectStore.writing`, which holds the project's 
 one write and, first thing inside it, catches this process up with what the others wrote since —
 projections.json, the settings ledger, the index's tables, the message ids it knows. A reader
 catches up the same way without the lock (:meth:`ProjectStore.refresh`), and only when the
-journal's end or projections.json changed, so a read where nothing changed costs two ``stat`` calls.
+journal's end or projections.json changed, so a read where nothing changed costs a few ``stat`` calls.
+In a project shared with a team the catch-up also reads the team file again when another process
+synced (``team.json``, ``acks.jsonl``), and keeps the ledger's unsent part made from the journal all
+the processes share (app.memory.team_ledger), so each shows what the others have not sent yet.
 
 The day's end is an event too (``day.rollover``): the Markdown blocks from before its cutoff move
 to ``archive/<day>/``, and ``rebuild()`` puts them there again from the journal.
@@ -58,10 +61,11 @@ from app.memory.index import (
 from app.memory.journal import Entry, Journal, JournalError, StoreLocked
 from app.memory.project_lock import InUse
 from app.memory.markdown import MarkdownBook, before
-from app.memory.settings_book import SETTING_OPS, SettingsBook
+from app.memory.settings_book import SETTING_OPS, SETTINGS_STATE, SettingsBook
 from app.memory.turn_notes import TURN_OPS, TurnNotes
 from app.memory.turn_notes import whole as whole_turn_event
-from app.memory.team_file import TeamFile
+from app.memory import team_ledger
+from app.memory.team_file import ACKS_FILE, TEAM_FILE, TeamFile
 
 log = logging.getLogger("kelvin.store")
 
@@ -178,6 +182,9 @@ class ProjectStore:
         self.team: TeamFile | None = None  # shared with a team (app.memory.team_file); None: personal
         # this artist's name and this Kelvin's id: the author of what it journals when shared
         self.identity: Callable[[], tuple[str, str]] = lambda: ("", "")
+        # how far the ledger has taken this machine's events the server has not ordered yet (a journal
+        # position; None: not known, made again from the last settled position): app.memory.team_ledger
+        self.tentative_at: tuple[str, int] | None = None
         self.load_team()
         self.book = MarkdownBook(self.folder, name)
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
@@ -211,7 +218,7 @@ class ProjectStore:
         """Read whether (and how far) the project is shared (after sharing or joining it, too)."""
         import uuid
 
-        self.team = TeamFile.load(self.journal.folder)
+        self.team = TeamFile.load(self.journal.folder, previous=self.team)
         if self.team is not None:
             self.journal.namespace = uuid.UUID(self.team.namespace)
 
@@ -280,6 +287,8 @@ class ProjectStore:
                 else:
                     self._replayed_at_open = self._open_locked()
                     self._opened = True
+                if self.team is not None:  # what was written since the files were read (a mended tail)
+                    team_ledger.follow(self, full=False)
                 yield
             finally:
                 self._held = 0
@@ -310,24 +319,27 @@ class ProjectStore:
         return self._mark()
 
     def _mark(self) -> tuple:
-        """The journal's end and projections.json as they are now: changed means someone wrote."""
-        try:
-            st = self._state_path.stat()
-            state = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except OSError:
-            state = ()
-        return self.journal.mark(), state
+        """The journal's end, projections.json, the team's files (team.json, acks.jsonl) and the
+        ledger's state as they are now: changed means someone wrote."""
+        jf = self.journal.folder
+        return (self.journal.mark(), _stat(self._state_path), (_stat(jf / TEAM_FILE), _stat(jf / ACKS_FILE)),
+                _stat(self.folder / SETTINGS_STATE))
 
     def _catch_up_files(self) -> bool:
         mark = self._mark()
         if mark == self._seen:
             return False
-        if mark[1] != (self._seen[1] if self._seen else None):
+        seen = self._seen or ((), None, None, None)
+        if mark[1] != seen[1]:
             loaded = Projections.load(self._state_path)
             with self._rollover_lock:
                 self.state = loaded
-        if self.settings is not None:
+        if mark[2] != seen[2]:  # shared, joined or synced by another process on this machine
+            self.load_team()
+        if self.settings is not None and self.team is None:
             self.settings.follow()
+        elif self.settings is not None:  # settled elsewhere: the tentative part is made again
+            team_ledger.follow(self, full=mark[2:] != seen[2:])
         self.turns.follow()
         if self._index is not None:
             self._index.refresh()
@@ -371,22 +383,7 @@ class ProjectStore:
         replayed = self._replay()
         self.journal.read_to_end()
         self._known = None  # loaded from the index at the first write
-        if self.team is not None:
-            self._tentative_ledger()
         return replayed
-
-    def _tentative_ledger(self) -> None:
-        """A shared project's own events the server has not ordered yet, applied to the settings
-        ledger on top of what it ordered (they live in memory only: app.memory.settings_book)."""
-        if self.settings is None or self.team is None:
-            return
-        self.settings.undo_tentative()
-        mine = [e for e, _seg, _pos in self.journal.read_from(*self.team.settled_at)
-                if not e.ss and not self.team.settled(e)]
-        if mine:
-            self.settings.project([self.team.shared_view(e) for e in mine], self._lookup,
-                                  self.bare_message, shared="tentative")
-        self.settings.seq = max(self.settings.seq, self.journal.last_seq())
 
     def check_folders(self) -> None:
         """Refuse a project in which a folder or a file Kelvin writes is a symbolic link: writes would
@@ -449,6 +446,7 @@ class ProjectStore:
         self.in_use.release()
         self._opened = False
         self._seen = ()
+        self.tentative_at = None
 
     def _embedder_dim(self) -> int:
         try:
@@ -514,6 +512,7 @@ class ProjectStore:
             for i in range(0, len(entries), PROJECT_BATCH):
                 self._project(entries[i : i + PROJECT_BATCH], shared="tentative")
                 progress(min(i + PROJECT_BATCH, len(entries)), len(entries))
+            team_ledger.written(self)  # (a shared project's ledger took them tentatively)
         except Exception as exc:  # noqa: BLE001 — the events are durable; the projections catch up later
             self.projection_error = str(getattr(exc, "strerror", None) or exc)
             if isinstance(exc, OSError):  # expected (a disk that filled up meanwhile): no traceback
@@ -975,16 +974,18 @@ class ProjectStore:
         named after their events' ids and placed in the shared order from now on)."""
         if self.settings is None:
             return
-        self.open_for_write()
-        if self.team is None:
-            self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
-            return
-        events = self.in_order()
-        settled = [e for e in events if e.ss <= self.team.cursor]
-        self.settings.undo_tentative()
-        self.settings.rebuild(settled, self._lookup, self.bare_message, shared="settled")
-        self.settings.project(events[len(settled):], self._lookup, self.bare_message, shared="tentative")
-        self.settings.seq = max(self.settings.seq, self.journal.last_seq())
+        with self.writing():
+            if self.team is None:
+                self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
+                return
+            events = self.in_order()
+            settled = [e for e in events if e.ss <= self.team.cursor]
+            with self.settings.changing():
+                self.settings.undo_tentative()
+                self.settings.rebuild(settled, self._lookup, self.bare_message, shared="settled")
+                self.settings.project(events[len(settled):], self._lookup, self.bare_message, shared="tentative")
+                self.settings.seq = max(self.settings.seq, self.journal.last_seq())
+            team_ledger.written(self)
 
     def in_order(self) -> list[Entry] | Iterator[Entry]:
         """The journal's events in the order the projections fold them: the journal's own, or in a
@@ -1019,6 +1020,15 @@ def _place_in(rollovers: list[list], ts_ms: int) -> str | None:
         if before(ts_ms, cutoff):
             return day
     return None
+
+
+def _stat(path: Path) -> tuple:
+    """What says a file changed (another process replaces or appends to it): () when it is not there."""
+    try:
+        st = path.stat()
+    except OSError:
+        return ()
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def local_day(ts_ms: int) -> str:

@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.durable import append_durably
@@ -46,13 +46,17 @@ class TeamFile:
     settled_at: list = field(default_factory=lambda: ["", 0])  # [segment, offset]
     pushed_at: list = field(default_factory=lambda: ["", 0])
     _acks: dict[str, int] | None = field(default=None, repr=False, compare=False)
+    _acks_read: tuple[int, int] = field(default=(0, 0), repr=False, compare=False)  # acks.jsonl's inode, bytes read
 
     # ---- the file ----------------------------------------------------------------------------------
     @classmethod
-    def load(cls, folder: Path) -> "TeamFile | None":
+    def load(cls, folder: Path, previous: "TeamFile | None" = None) -> "TeamFile | None":
+        """The team file as it is on disk now (another Kelvin process on this machine may have moved
+        it on). ``previous``: this process's last copy, whose acks are read on from where it stopped
+        instead of from the start."""
         try:
             data = json.loads((folder / TEAM_FILE).read_text(encoding="utf-8"))
-            return cls(folder, str(data["server_project"]), str(data["name"]), str(data["namespace"]),
+            team = cls(folder, str(data["server_project"]), str(data["name"]), str(data["namespace"]),
                        str(data.get("author") or ""), str(data.get("origin") or ""), int(data.get("cursor") or 0),
                        _position(data.get("settled_at")), _position(data.get("pushed_at")))
         except FileNotFoundError:
@@ -61,9 +65,14 @@ class TeamFile:
             log.warning("%s is unreadable (%s); the project is treated as personal until it is shared again",
                         folder / TEAM_FILE, exc)
             return None
+        if previous is not None and previous._acks is not None and previous.server_project == team.server_project:
+            team._acks, team._acks_read = dict(previous._acks), previous._acks_read
+            team.read_acks()
+        return team
 
     def save(self) -> None:
-        data = {k: v for k, v in asdict(self).items() if k not in ("folder", "_acks")}
+        data = {k: getattr(self, k) for k in ("server_project", "name", "namespace", "author", "origin", "cursor",
+                                              "settled_at", "pushed_at")}
         fd, tmp = tempfile.mkstemp(prefix=".team.", dir=self.folder)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, ensure_ascii=False, indent=1)
@@ -74,18 +83,33 @@ class TeamFile:
     # ---- what the server has ordered of this Kelvin's own -------------------------------------------
     @property
     def acks(self) -> dict[str, int]:
+        """Which of this Kelvin's events the server has ordered, and where (read once, then on as
+        lines are added: :meth:`read_acks`)."""
         if self._acks is None:
-            acks: dict[str, int] = {}
-            try:
-                with (self.folder / ACKS_FILE).open(encoding="utf-8") as fh:
-                    for line in fh:
-                        uid, _, ss = line.strip().partition(" ")
-                        if uid and ss.isdigit():
-                            acks[uid] = int(ss)  # a torn last line is left out: that event is pushed again
-            except FileNotFoundError:
-                pass
-            self._acks = acks
-        return self._acks
+            self.read_acks()
+        return self._acks  # type: ignore[return-value]
+
+    def read_acks(self) -> None:
+        """Read acks.jsonl on from where this process stopped. A line not yet whole (another process
+        appending it right now, or a kill mid-line) is read next time: that event is at worst pushed
+        again, which changes nothing on the server."""
+        known_ino, start = self._acks_read
+        try:
+            with (self.folder / ACKS_FILE).open("rb") as fh:
+                ino = os.fstat(fh.fileno()).st_ino
+                if self._acks is None or ino != known_ino:
+                    self._acks, start = {}, 0
+                fh.seek(start)
+                for raw in fh:
+                    if not raw.endswith(b"\n"):
+                        break
+                    start += len(raw)
+                    uid, _, ss = raw.decode("utf-8", "replace").strip().partition(" ")
+                    if uid and ss.isdigit():
+                        self._acks[uid] = int(ss)
+                self._acks_read = (ino, start)
+        except FileNotFoundError:
+            self._acks, self._acks_read = {}, (0, 0)
 
     def add_acks(self, pairs: dict[str, int]) -> None:
         """Record durably where the server ordered some of this Kelvin's events (before anything
@@ -94,7 +118,7 @@ class TeamFile:
         new = {u: s for u, s in pairs.items() if self.acks.get(u) != s}
         if new:
             append_durably(self.folder / ACKS_FILE, "".join(f"{u} {s}\n" for u, s in new.items()))
-            self.acks.update(new)
+            self.read_acks()  # the lines just written (and no other: this runs under the write lock)
 
     # ---- events in the shared order ------------------------------------------------------------------
     def position(self, e: Entry) -> int:

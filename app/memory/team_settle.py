@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from app.memory import team_ledger
 from app.memory.journal import Entry
 from app.memory.team_file import TeamFile
 
@@ -42,8 +43,14 @@ class Settled:
 
 def settle(store, rows: list[Entry], upto: int) -> Settled:
     """Apply the server's events ``rows`` (all of them after the cursor, up to ``upto``, in order;
-    ``ss`` set) to a shared project's journal and projections. On the writer thread."""
+    ``ss`` set) to a shared project's journal and projections. On the writer thread, under the
+    project's write lock (``store.writing()``), which caught this process up with the team file
+    and the journal as another process on this machine may have left them: rows that process
+    settled already are left out, so nothing is settled twice."""
     team: TeamFile = store.team
+    rows = [r for r in rows if r.ss > team.cursor]
+    if not rows or upto <= team.cursor:
+        return Settled(0, 0, False, team.cursor)
     pending: list[tuple[Entry, tuple[str, int]]] = []  # each event after settled_at, with the position before it
     at = (team.settled_at[0], team.settled_at[1])
     for e, seg, pos in store.journal.read_from(*at):
@@ -75,14 +82,15 @@ def settle(store, rows: list[Entry], upto: int) -> Settled:
         if theirs_new:
             _apply(store, theirs_new, force=bool(leftover), present=present)
     if store.settings is not None:
-        store.settings.undo_tentative()
-        if in_order:
-            store.settings.project([team.shared_view(e) for e in in_order], store._lookup, store.bare_message,
-                                   shared="settled")
-        if still:
-            store.settings.project([team.shared_view(e) for e in still], store._lookup, store.bare_message,
-                                   shared="tentative")
-        store.settings.seq = max(store.settings.seq, store.journal.last_seq())
+        with store.settings.changing():  # readers in this process see the ledger before or after, never between
+            store.settings.undo_tentative()
+            if in_order:
+                store.settings.project([team.shared_view(e) for e in in_order], store._lookup, store.bare_message,
+                                       shared="settled")
+            if still:
+                store.settings.project([team.shared_view(e) for e in still], store._lookup, store.bare_message,
+                                       shared="tentative")
+            store.settings.seq = max(store.settings.seq, store.journal.last_seq())
     if appended:
         store.state.markdown_seq = max(store.state.markdown_seq, appended[-1].seq)
         store.state.index_seq = max(store.state.index_seq, appended[-1].seq)
@@ -92,6 +100,7 @@ def settle(store, rows: list[Entry], upto: int) -> Settled:
     team.cursor = upto
     team.settled_at = list(first_still or (end if not appended else _end(store, end)))
     team.save()
+    team_ledger.written(store)  # the ledger's tentative part: every event still not ordered, to the journal's end
     return Settled(len(appended), len(mine), rebase, upto)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -77,26 +78,22 @@ class SyncBusy(RuntimeError):
 
 
 class _SyncLock:
-    """One sync of a project at a time on this machine (the window's and a command's), so this
-    Kelvin's events reach the server in the order they were journaled."""
+    """One sync of a project at a time on this machine (the window's, a command's), so the events
+    made here reach the server in the order they were journaled, and one round's pull is settled by
+    that round alone."""
 
-    def __init__(self, path: Path):
-        self.path, self._fh = path, None
+    def __init__(self, path: Path, wait_s: float = 0.0):
+        self.path, self.wait_s, self._fh = path, wait_s, None
 
     def __enter__(self):
         fh = open_lockfile(self.path)
-        try:
-            if os.name == "nt":
-                import msvcrt
-
-                msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
-            else:
-                import fcntl
-
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.close()
-            raise SyncBusy("another Kelvin process is syncing this project right now") from None
+        deadline = time.monotonic() + self.wait_s
+        while not _try_lock(fh):
+            if time.monotonic() >= deadline:
+                fh.close()
+                raise SyncBusy("another Kelvin process on this machine is syncing this project right now; what it "
+                               "sends and fetches is this project's, so nothing waits — try again in a moment")
+            time.sleep(0.05)
         self._fh = fh
         return self
 
@@ -104,6 +101,21 @@ class _SyncLock:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+
+def _try_lock(fh) -> bool:
+    try:
+        if os.name == "nt":
+            import msvcrt
+
+            msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
 
 
 class Team:
@@ -140,6 +152,7 @@ class Team:
     def share(self, project: str | None = None, as_name: str | None = None) -> ServerProject:
         """Put a personal project on the server and send all of it (the first round)."""
         store = self.memory.store(project)
+        store.refresh()  # (shared from another Kelvin process on this machine)
         if store.team is not None:
             raise RecordError(f"{store.name!r} is shared already (kelvin team status)")
         if not store.exists():
@@ -156,14 +169,16 @@ class Team:
         shared = server.create_project(str(uuid.uuid4()), name, by)
 
         def become_shared():
-            store.open_for_write()
-            team = TeamFile(store.journal.folder, shared.id, shared.name, str(store.journal.namespace), by, kv)
-            team.save()
-            store.load_team()
-            store.rebuild_ledger()  # its entries named and placed as a shared project's
+            with store.writing():
+                if store.team is not None:  # shared by another Kelvin process on this machine meanwhile
+                    raise RecordError(f"{store.name!r} is shared already (kelvin team status)")
+                team = TeamFile(store.journal.folder, shared.id, shared.name, str(store.journal.namespace), by, kv)
+                team.save()
+                store.load_team()
+                store.rebuild_ledger()  # its entries named and placed as a shared project's
 
         self.memory.writer.call(become_shared).result()
-        self.sync(store.name)
+        self.sync(store.name, wait_s=store.lock_wait_s)  # (the window may be sending it already)
         return shared
 
     def join(self, name: str, local_name: str | None = None) -> str:
@@ -179,32 +194,36 @@ class Team:
         store = self.memory.store(local)
         if store.exists():
             if store.team is not None and store.team.server_project == there.id:
-                self.sync(local)
+                self.sync(local, wait_s=store.lock_wait_s)
                 return local
             raise RecordError(f"a project called {store.name!r} exists on this machine already; join under another "
                               "name (--as NAME)")
 
         def become_member():
-            store.open_for_write()
-            TeamFile(store.journal.folder, there.id, there.name, str(store.journal.namespace), "", "").save()
-            store.load_team()
-            store.rebuild_ledger()  # its files as a shared project's (settings.md even while it is empty)
+            with store.writing():
+                TeamFile(store.journal.folder, there.id, there.name, str(store.journal.namespace), "", "").save()
+                store.load_team()
+                store.rebuild_ledger()  # its files as a shared project's (settings.md even while it is empty)
 
         self.memory.writer.call(become_member).result()
         from app.services.projects import Projects
 
         Projects(self.memory).ensure(local)
-        self.sync(local)
+        self.sync(local, wait_s=store.lock_wait_s)
         return local
 
     # ---- a round ------------------------------------------------------------------------------------
-    def sync(self, project: str | None = None, progress: Callable[[int, int], None] | None = None) -> Round:
+    def sync(self, project: str | None = None, progress: Callable[[int, int], None] | None = None,
+             wait_s: float = 0.0) -> Round:
         """Send what waits, then fetch and settle what the team added. Raises TeamServerError (the
-        status says it too) when the server cannot be used; SyncBusy when another process syncs."""
+        status says it too) when the server cannot be used; SyncBusy when another process on this
+        machine is syncing the project and went on longer than ``wait_s`` (the background rounds
+        wait for none: the round going on sends and fetches for every process here)."""
         store = self.memory.store(project)
+        store.refresh()  # (shared or joined by another Kelvin process on this machine)
         if store.team is None:
             raise RecordError(f"{store.name!r} is a personal project (share it with `kelvin team share`)")
-        with self._lock, _SyncLock(store.journal.folder / "SYNC"):
+        with self._lock, _SyncLock(store.journal.folder / "SYNC", wait_s):
             try:
                 outcome = self._round(store, progress)
             except TeamServerError as exc:
@@ -216,7 +235,11 @@ class Team:
     def _round(self, store, progress) -> Round:
         server = self.server()
         writer = self.memory.writer
-        writer.call(store.load_team).result()  # another process may have moved it on
+        # Each local step below runs under the project's write lock, which first catches this process
+        # up with what the others on this machine wrote: their events go out with this round's, and
+        # what an earlier round of theirs sent and settled (acks.jsonl, team.json) is neither sent
+        # nor settled again. Between the steps the others write freely; no other process syncs the
+        # project meanwhile (SYNC), so the cursor a pull starts from stays this round's.
         pushed = 0
         refused: TeamServerError | None = None
         while True:
@@ -258,40 +281,46 @@ class Team:
 
     @staticmethod
     def _outbox(store) -> tuple[list[Entry], list[tuple[Entry, str, int]]]:
-        """This Kelvin's events the server has not taken yet (a batch, in journal order), and every
-        event read from ``pushed_at`` to the batch's end (to move the mark on)."""
-        store.open_for_write()
-        team = store.team
-        batch, scanned = [], []
-        for e, seg, pos in store.journal.read_from(*team.pushed_at):
-            scanned.append((e, seg, pos))
-            if not e.ss and e.uid not in team.acks:
-                batch.append(replace(team.shared_view(e), ss=0))  # an old line: its sharer as author
-                if len(batch) >= PUSH_BATCH:
-                    break
-        return batch, scanned
+        """The events made on this machine (by any Kelvin process here) the server has not taken yet
+        (a batch, in journal order), and every event read from ``pushed_at`` to the batch's end (to
+        move the mark on)."""
+        with store.writing():
+            team = store.team
+            batch, scanned = [], []
+            for e, seg, pos in store.journal.read_from(*team.pushed_at):
+                scanned.append((e, seg, pos))
+                if not e.ss and e.uid not in team.acks:
+                    batch.append(replace(team.shared_view(e), ss=0))  # an old line: its sharer as author
+                    if len(batch) >= PUSH_BATCH:
+                        break
+            return batch, scanned
 
     @staticmethod
     def _advance_pushed(store, scanned: list[tuple[Entry, str, int]], places: dict[str, int]) -> None:
-        team = store.team
-        team.add_acks({u: s for u, s in places.items()})
-        mark = team.pushed_at
-        for e, seg, pos in scanned:
-            if not e.ss and e.uid not in team.acks:
-                break
-            mark = [seg, pos]
-        if mark != team.pushed_at:
-            team.pushed_at = mark
-            team.save()
+        with store.writing():
+            team = store.team
+            team.add_acks({u: s for u, s in places.items()})
+            mark = team.pushed_at
+            for e, seg, pos in scanned:
+                if not e.ss and e.uid not in team.acks:
+                    break
+                mark = [seg, pos]
+            if mark != team.pushed_at:
+                team.pushed_at = mark
+                team.save()
 
     @staticmethod
     def _settle(store, rows: list[Entry]):
-        store.open_for_write()
-        return settle(store, rows, rows[-1].ss)
+        with store.writing():
+            return settle(store, rows, rows[-1].ss)
 
     @staticmethod
     def _waiting(store) -> int:
+        """What waits to be sent (a count for the header; read without the lock, as a reader)."""
+        store.refresh()
         team = store.team
+        if team is None:
+            return 0
         return sum(1 for e, _s, _p in store.journal.read_from(*team.pushed_at) if not e.ss and e.uid not in team.acks)
 
     # ---- what the header and `team status` say -------------------------------------------------------
@@ -312,6 +341,7 @@ class Team:
 
     def status(self, project: str | None = None) -> TeamStatus:
         store = self.memory.store(project)
+        store.refresh()
         if store.team is None:
             return TeamStatus(store.name, False, "personal")
         known = self._status.get(store.name)
@@ -333,4 +363,6 @@ class Team:
         return status
 
     def is_shared(self, project: str | None = None) -> bool:
-        return self.memory.store(project).team is not None
+        store = self.memory.store(project)
+        store.refresh()  # (shared or joined from a terminal while the window is open)
+        return store.team is not None

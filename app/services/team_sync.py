@@ -1,7 +1,10 @@
 """The background rounds of a shared project, wherever it is open (the window): woken by the
-server's NOTIFY, by this Kelvin's own writes, and by a poll; backing off while the server is away
-(this Kelvin's writes are then only counted for the header). On a thread of its own: never the
-UI thread, never the memory's writer.
+server's NOTIFY, by this Kelvin's own writes, by another Kelvin process on this machine writing the
+project (a command in a terminal, the Blender add-on: the journal's end moved), and by a poll;
+backing off while the server is away (the writes are then only counted for the header). On a
+thread of its own: never the UI thread, never the memory's writer. Where two processes here run
+rounds (the window and ``kelvin chat``), one round at a time goes on; the other process's is
+skipped, as that round sends and fetches for both.
 """
 from __future__ import annotations
 
@@ -10,12 +13,15 @@ import threading
 import time
 from typing import Callable
 
+from app.memory.journal import StoreLocked
 from app.memory.team_server import Listener, TeamServerError
 from app.services.team import SyncBusy, Team, TeamStatus
 
 log = logging.getLogger("kelvin.team")
 
 POLL_S = 5.0  # a poll besides NOTIFY (a listener that lost its connection, a missed word)
+LOOK_S = 0.25  # how often a waiting round looks whether another process here wrote the project
+BUSY_S = 1.0  # another process here holds the project (a long import, its own round): try again after
 BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
 
 
@@ -32,6 +38,7 @@ class TeamSync:
         self._thread: threading.Thread | None = None
         self._listener = Listener(team.setting) if team.configured else None
         self.rebased = 0  # rounds whose settlement put the team's events before this Kelvin's tentative ones
+        self._journal_end = None  # the journal's end when the last round began (another process's write moves it)
         team.memory.on_written.append(self._written)
 
     def follow(self, project: str) -> None:
@@ -66,6 +73,7 @@ class TeamSync:
             if project != followed:
                 followed, next_round = project, 0.0
             shared = project is not None and self.team.is_shared(project)
+            self._journal_end = self._end_of(project) if shared else None  # what is written after goes out
             if shared and time.monotonic() < next_round:
                 try:
                     self.on_change(self.team.recount(project), 0)
@@ -73,13 +81,14 @@ class TeamSync:
                     log.debug("counting what waits failed", exc_info=True)
             elif shared:
                 pause = POLL_S
+                busy = False
                 try:
                     done = self.team.sync(project)
                     self.rebased += done.rebased
                     failures = 0
                     self.on_change(self.team.status(project), done.pulled)
-                except SyncBusy:
-                    pass
+                except (SyncBusy, StoreLocked):  # another process here is in a round, or writing at length
+                    busy = True
                 except TeamServerError:
                     pause = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
                     failures += 1
@@ -88,8 +97,17 @@ class TeamSync:
                     log.exception("a team sync round failed")
                     pause = BACKOFF_S[-1]
                 next_round = time.monotonic() + (pause if failures else 0.0)
+                if busy:
+                    self._stop.wait(BUSY_S)
+                    continue
             wait = POLL_S if not failures else max(0.05, next_round - time.monotonic())
             self._wait(wait, project)
+
+    def _end_of(self, project: str | None):
+        try:
+            return self.team.memory.store(project).journal.mark() if project else None
+        except Exception:  # noqa: BLE001 — a look only
+            return None
 
     def _wait(self, pause: float, project: str | None) -> None:
         """Until the server has news for the project, this Kelvin wrote, or ``pause`` ran out."""
@@ -100,11 +118,13 @@ class TeamSync:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
+            if wanted is not None and self._journal_end is not None and store.journal.mark() != self._journal_end:
+                return  # another Kelvin process here wrote the project: what it wrote goes out now
             if self._listener is not None and wanted is not None:
-                news = self._listener.wait(min(left, 0.25))
+                news = self._listener.wait(min(left, LOOK_S))
                 if news is None:
-                    self._wake.wait(min(left, 0.25))
+                    self._wake.wait(min(left, LOOK_S))
                 elif wanted in news:
                     return
             else:
-                self._wake.wait(min(left, 0.25))
+                self._wake.wait(min(left, LOOK_S))
