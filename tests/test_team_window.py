@@ -146,6 +146,7 @@ def test_the_window_and_a_terminal_write_one_shared_project_and_end_with_the_ser
             qtbot.keyClick(w.chat.composer, Qt.Key.Key_Return)
             qtbot.waitUntil(lambda: not w.turns.busy and "Echo: Octane max samples 4000" in w.chat.entries[-1].text,
                             timeout=60_000)
+            answer = w.chat.entries[-1].message_id
             for p in procs:
                 try:
                     out, err = p.communicate(timeout=120)
@@ -189,6 +190,12 @@ def test_the_window_and_a_terminal_write_one_shared_project_and_end_with_the_ser
             assert any(c["parameter"] == "parallel_samples" and c["value"] == 16 for c in reference)
             assert window_ledger() == reference
             assert terminal_ledger() == reference
+            # what the window's answer looked at and its chips are part of the shared conversation
+            notes = w.services.memory.turn_notes([answer], "Spot")[answer]
+            assert notes.sources and notes.chips is not None
+            for other in (leo, newcomer):
+                theirs = other.turn_notes([answer], "Spot")[answer]
+                assert (theirs.sources, theirs.chips) == (notes.sources, notes.chips)
             assert [c.to_json() for c in SettingsLedger(leo).current("Spot", candidates=True)] == reference
             kelvin("memory", "reindex")  # a rebuild from the journal, by a terminal, the window open
             assert terminal_ledger() == reference
