@@ -334,17 +334,25 @@ class ProjectStore:
             loaded = Projections.load(self._state_path)
             with self._rollover_lock:
                 self.state = loaded
+        settled_elsewhere = False
         if mark[2] != seen[2]:  # shared, joined or synced by another process on this machine
+            before = self._team_place()
             self.load_team()
+            settled_elsewhere = self._team_place() != before
         if self.settings is not None and self.team is None:
             self.settings.follow()
-        elif self.settings is not None:  # settled elsewhere: the tentative part is made again
-            team_ledger.follow(self, full=mark[2:] != seen[2:])
+        elif self.settings is not None:  # settled or rebuilt elsewhere: the tentative part is made again
+            team_ledger.follow(self, full=settled_elsewhere or mark[3] != seen[3])
         self.turns.follow()
         if self._index is not None:
             self._index.refresh()
         self._seen = mark
         return True
+
+    def _team_place(self) -> tuple | None:
+        """Where the shared order stands here (what a settlement moves; sending moves only the acks)."""
+        team = self.team
+        return None if team is None else (team.server_project, team.cursor, tuple(team.settled_at))
 
     def _follow(self) -> None:
         """Under the lock: the events other processes journaled since this one last looked — the

@@ -9,10 +9,11 @@ from it — the events of the others too, not only its own:
 
 * when only the journal grew (another process wrote), the events after the part already applied
   are applied on top, read from a byte position (a catch-up costs what was written);
-* when another process settled a pull, took acknowledgements or rebuilt the ledger
-  (``team.json``, ``acks.jsonl`` or ``settings.state.json`` changed), the tentative part is taken
-  off, the settled part read on from ``settings.jsonl`` with its contexts, and the tentative part
-  made again from the journal after the last settled position.
+* when another process settled a pull (the cursor in ``team.json`` moved) or rebuilt the ledger
+  (``settings.state.json`` changed), the tentative part is taken off, the settled part read on from
+  ``settings.jsonl`` with its contexts, and the tentative part made again from the journal after
+  the last settled position. Sending alone (``acks.jsonl``, ``pushed_at``) changes nothing here:
+  an event the server took but this machine has not settled yet stays tentative.
 
 So ``kelvin settings list`` in a terminal shows the window's decision that is not on the server
 yet, the window shows the terminal's, and both fold them as the server will order them.
