@@ -9,7 +9,6 @@ import subprocess
 import sys
 import uuid
 
-import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from app.config import load

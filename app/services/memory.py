@@ -193,23 +193,25 @@ class MemoryService:
 
     # ---- writing -----------------------------------------------------------------------------------
     def _apply(self, project: str, items: list[tuple[str, dict]]) -> list:
-        """Write a commit group; while another Kelvin process's write goes on (an import of a big file),
-        wait for it ``lock_patience`` times ``lock_wait_s`` in all before giving up — the window waits
-        longer than a command, so a turn asked during a long import is never dropped. Those told of
-        writes (the team's sync) hear of it after."""
+        """Write a commit group, then tell those who asked (the team's background rounds: what was
+        written goes to the studio's server now)."""
+        written = self._write_patiently(project, items)
+        for tell in self.on_written:
+            tell(project)
+        return written
+
+    def _write_patiently(self, project: str, items: list[tuple[str, dict]]) -> list:
+        """While another Kelvin process's write goes on (an import of a big file), wait for it
+        ``lock_patience`` times ``lock_wait_s`` in all before giving up — the window waits longer than
+        a command, so a turn asked during a long import is never dropped."""
         for attempt in range(max(1, self.lock_patience)):
             try:
-                written = self.store(project).write(items)
-                break
+                return self.store(project).write(items)
             except StoreLocked as exc:
                 if attempt + 1 >= self.lock_patience:
                     raise
                 log.info("waiting for another Kelvin process to finish writing %s: %s", project, exc)
-        else:
-            raise AssertionError("unreachable")
-        for tell in self.on_written:
-            tell(project)
-        return written
+        raise AssertionError("unreachable")
 
     def commit(self, text: str, *, role: str = "user", speaker: str = "", conversation_id: str = "default",
                turn_id: str = "", project: str | None = None, ts_ms: int | None = None,
