@@ -86,9 +86,26 @@ class Config:
     lock_wait_s: float = _opt(60.0, "Seconds a write waits while another Kelvin process (the window, a command, the "
                               "Blender add-on) writes the same project, before it gives up and says who is writing "
                               "(0–3600).", "KELVIN_LOCK_WAIT_S", low=0, high=3600)
+    team_server: str = _opt("", "The studio's PostgreSQL for shared projects: a libpq connection string "
+                            "('host=db.studio dbname=kelvin user=mia sslmode=verify-full') or a service name from "
+                            "pg_service.conf. No password here: ~/.pgpass, the service file or PGPASSWORD keep it. "
+                            "Empty: every project stays on this machine.", "KELVIN_TEAM_SERVER")
+    artist: str = _opt("", "Your name as the team sees it beside what you say and decide in a shared project; "
+                       "empty: your login name.", "KELVIN_ARTIST")
     schema_version: int = _opt(SCHEMA_VERSION, "Version of this settings layout (for migrations).")
 
     # ---- derived -------------------------------------------------------------------------------
+    def artist_name(self) -> str:
+        """Who this artist is to the team (the setting, else the login name)."""
+        if self.artist.strip():
+            return self.artist.strip()[:80]
+        import getpass
+
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):
+            return "artist"
+
     def data_path(self) -> Path:
         if self.data_dir:
             return Path(self.data_dir).expanduser().resolve()
@@ -222,6 +239,9 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Config:
     if settings.index_uri and "{project}" not in settings.index_uri:
         raise ConfigError(f"index_uri must hold {{project}} so that each project has its own index, e.g. "
                             f"'s3://studio/kelvin/{{project}}.lance' (got {settings.index_uri!r})")
+    if re.search(r"password\s*=|postgres(?:ql)?://[^/@\s]*:[^/@\s]*@", settings.team_server, re.IGNORECASE):
+        raise ConfigError("team_server holds a password; keep it in ~/.pgpass (or the pg_service.conf service file, or "
+                          "PGPASSWORD) and give team_server without it, e.g. 'host=db.studio dbname=kelvin user=mia'")
     if settings.index_uri:
         try:
             settings.index_uri.format(project="p")

@@ -77,6 +77,21 @@ def _parser() -> argparse.ArgumentParser:
     pn.add_argument("new", help="its new name")
     psub.add_parser("new-conversation", help="start a new conversation in --project (memory stays reachable)")
 
+    tm = sub.add_parser("team", help="share a project's memory with the studio (its PostgreSQL, setting "
+                                     "team_server), join one, see where it stands, sync now")
+    tsub = tm.add_subparsers(dest="team_command", required=True)
+    tsh = tsub.add_parser("share", help="put a personal project on the studio's server (all of it; the team can join)")
+    tsh.add_argument("name", nargs="?", help="the project (default: --project)")
+    tsh.add_argument("--as", dest="as_name", help="its name on the server (default: its own)")
+    tj = tsub.add_parser("join", help="bring a shared project to this machine (pulled whole, searchable offline)")
+    tj.add_argument("name", help="the project's name on the server (`kelvin team projects` lists them)")
+    tj.add_argument("--as", dest="as_name", help="its name here (default: the same)")
+    tp = tsub.add_parser("projects", help="the projects shared on the studio's server")
+    tp.add_argument("--json", action="store_true", help="print JSON instead of text")
+    tst = tsub.add_parser("status", help="synced, waiting to send, offline since, or why the server refused")
+    tst.add_argument("--json", action="store_true", help="print JSON instead of text")
+    tsub.add_parser("sync", help="send what waits and fetch what the team added, now")
+
     SCOPE_HELP = "the light, camera or output it belongs to, by name (e.g. 'key', 'cam_hero'); none: render-wide"
     st = sub.add_parser("settings", help="the settings ledger: current render settings and their history")
     ssub = st.add_subparsers(dest="settings_command", required=True)
@@ -268,7 +283,8 @@ def _short(text: str, n: int = 160) -> str:
 
 
 def _print_message(m, score: float | None = None, with_project: bool = False) -> None:
-    head = f"{m.timestamp[:16].replace('T', ' ')}  {_shown(m.id)}  {m.role}"
+    who = f" · {_shown(m.speaker)}" if m.speaker and m.role == "user" else ""  # a team's artist: who said it
+    head = f"{m.timestamp[:16].replace('T', ' ')}  {_shown(m.id)}  {m.role}{who}"
     head += f"  in {_shown(m.project)}" if with_project else ""
     tags = f"{m.tags.domain}/{m.tags.type}" + (f"/{m.tags.engine}" if m.tags.engine else "")
     print(f"{head}  [{tags}]" + (f"  score {score:.4f}" if score is not None else ""))
@@ -442,10 +458,16 @@ def _chat(args, settings, service) -> int:
     conversation = Conversation(settings, service, mode=Mode.parse(args.mode or settings.mode))
     if not args.verbose:  # the chat says itself when Ollama is away (its answer's first line): not twice
         logging.getLogger("kelvin.memory").setLevel(logging.ERROR)
-    guard = None
+    guard = sync = None
     try:
         if args.once:
             return terminal.chat_once(conversation, args.question, args.json)
+        if settings.team_server.strip():  # a shared project stays in step while the chat is open
+            from app.services.team import Team
+            from app.services.team_sync import TeamSync
+
+            sync = TeamSync(Team(service))
+            sync.follow(conversation.project)
         from app.cli.gpu import start_guard
 
         guard = start_guard(settings, conversation, service)
@@ -455,6 +477,9 @@ def _chat(args, settings, service) -> int:
     finally:
         if guard is not None:
             guard.stop()
+        if sync is not None:
+            sync.stop()
+            sync.team.close()
         conversation.close()
 
 
@@ -528,7 +553,8 @@ def _may_create(args) -> bool:
     """The commands that may bring a project into being: `project create`, and an import (its
     lines name their projects). Everything else works in a project that exists."""
     return (args.command == "project" and args.project_command == "create") or \
-        (args.command == "memory" and args.memory_command == "import")
+        (args.command == "memory" and args.memory_command == "import") or \
+        (args.command == "team" and args.team_command in ("join", "projects"))
 
 
 def _known_project(service, name: str) -> None:
@@ -546,7 +572,7 @@ def _quoted(name: str) -> str:
 
 def _parser_of(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
     """The (sub)command's own parser, so that a usage error shows the usage of what was typed."""
-    for dest in ("command", "project_command", "settings_command", "gpu_command", "memory_command"):
+    for dest in ("command", "project_command", "settings_command", "gpu_command", "memory_command", "team_command"):
         name = getattr(args, dest, None)
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # noqa: SLF001
         if not name or not subs or name not in subs[0].choices:
@@ -613,9 +639,11 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
     from app.durable import UnsafePath
     from app.services.importer import ImportProblem
     from app.config import ConfigError
+    from app.memory.team_server import TeamServerError
+    from app.services.team import SyncBusy
 
     return (RecordError, ImportProblem, ConfigError, JournalError, IndexError_, EmbedderUnavailable,
-            OllamaUnavailable, CommandError, UnsafePath, SceneError, _Expected)
+            OllamaUnavailable, CommandError, UnsafePath, SceneError, TeamServerError, SyncBusy, _Expected)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -693,6 +721,10 @@ def _main(argv: list[str] | None) -> int:
                 if args.engine.strip().casefold() not in ("none", "camera", ""):
                     args.engine = _one_of(args.engine, known, "--engine")
             return terminal.settings(args, service)
+        if args.command == "team":
+            from app.cli.team import team
+
+            return team(args, service)
         if args.command == "scene":
             from app.cli import scene as scene_terminal
 

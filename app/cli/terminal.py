@@ -349,7 +349,8 @@ def settings(args, memory) -> int:
                 src = ("by hand" + (f": {clean_output(e.note)}" if e.note else "")) if e.by == "artist" else \
                     f"scene: {clean_output(e.note)}" if e.by == "scene" else (e.source_id or "")
                 status = "in file" if e.by == "scene" else e.status + ("?" if not e.sure else "")
-                print(f"  {mark} {when(e.ts_ms)}  {status:<9} {value:<14} {src}")
+                who = f"{clean_output(e.author)}, " if e.author else ""  # a shared project: who said it
+                print(f"  {mark} {who}{when(e.ts_ms)}  {status:<9} {value:<14} {src}")
         return EXIT_OK
     if cmd == "set":
         entry = ledger.set(args.parameter, args.value, args.engine, project, note=args.note, scope=args.scope)

@@ -14,6 +14,13 @@ ordered by time, then by arrival, so an imported day slots in where it happened.
 
 The **scope** is the named light, camera, output or object a value belongs to ("key", "cam_hero",
 "turntable"); "" is render-wide (and every ledger written before scopes existed).
+
+In a project shared with a team, arrival is the place in the shared order (the studio server's
+sequence once known; this Kelvin's events not yet on the server after it), every entry says who
+made it (``author``, ``origin``: their Kelvin) and how much of the shared order they had seen
+(``seen``). Two applied values of one parameter made on two Kelvins, neither having seen the other,
+are a **conflict**: the current value carries the other(s) until someone sets it again having seen
+both.
 """
 from __future__ import annotations
 
@@ -44,6 +51,9 @@ class Entry:
     note: str = ""  # the artist's why, for a value set by hand; the file and scene, for a scene's value
     scope: str = ""  # the named light, camera, output or object ("" render-wide)
     sure: bool = True  # False: a reading the status model was unsure of (the ledger asks)
+    author: str = ""  # who said or set it (a shared project's artist; "" in a personal project)
+    origin: str = ""  # the Kelvin it was made on (shared projects)
+    seen: int = 0  # the shared order as its author had seen it when made (shared projects)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -69,7 +79,8 @@ class Entry:
                    status=str(d["status"]), ts_ms=int(d["ts_ms"]), source_id=source,
                    domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""),
                    by=str(d.get("by") or "rules"), candidate=bool(d.get("candidate")), order=int(d.get("order") or 0),
-                   note=note, scope=str(d.get("scope") or ""), sure=d.get("sure", True) is not False)
+                   note=note, scope=str(d.get("scope") or ""), sure=d.get("sure", True) is not False,
+                   author=str(d.get("author") or ""), origin=str(d.get("origin") or ""), seen=int(d.get("seen") or 0))
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,7 @@ class Current:
     pending: Entry | None = None  # an unsure reading since the decision: the value to confirm (or a doubt)
     held: Entry | None = None  # the last scene's value (file and scene in its note)
     doubts: tuple[Entry, ...] = ()  # every unsure reading of the message that left it to confirm
+    conflict: tuple[Entry, ...] = ()  # other values set on other Kelvins without seeing this one (shared projects)
 
     @property
     def entry(self) -> Entry:
@@ -135,6 +147,9 @@ class Current:
                 "status": e.status if self.decision is not None else ("to confirm" if self.pending else "in the file"),
                 "set_at": e.ts_ms, "source_id": e.source_id or None, "domain": e.domain,
                 "by": e.by, "candidate": e.candidate, "note": e.note or None,
+                **({"author": e.author} if e.author else {}),
+                **({"conflict": [{"author": c.author, "value": list(c.value) if isinstance(c.value, tuple) else c.value,
+                                  "unit": c.unit, "set_at": c.ts_ms} for c in self.conflict]} if self.conflict else {}),
                 "previous": None if self.previous is None else {
                     "value": _plain(self.previous.value), "unit": self.previous.unit, "set_at": self.previous.ts_ms},
                 "to_confirm": None if self.pending is None else {
@@ -162,8 +177,20 @@ def in_order(history: list[Entry]) -> list[Entry]:
     return [e for _, e in sorted(placed, key=lambda p: (p[0], p[1].order, p[1].id))]
 
 
+def _decision(e: Entry) -> bool:
+    """An applied value someone decided (said or set by hand), as opposed to one read from a scene file."""
+    return e.status == APPLIED and not e.candidate and e.by != "scene" and bool(e.origin)
+
+
+def concurrent(a: Entry, b: Entry) -> bool:
+    """Made on two Kelvins, neither having seen the other (each one's place in the shared order is
+    after what the other's author had seen)."""
+    return a.origin != b.origin and a.order > b.seen and b.order > a.seen
+
+
 def fold(history: list[Entry]) -> Current | None:
-    """The setting after ``history`` (one parameter and scope, any order)."""
+    """The setting after ``history`` (one parameter and scope, any order); in a shared project, with
+    the values that conflict with the decision."""
     stack: list[Entry] = []
     changes = 0
     doubts: list[Entry] = []  # the unsure readings of the last message that had any, since the decision
@@ -201,8 +228,14 @@ def fold(history: list[Entry]) -> Current | None:
         doubts = []
     if decision is None and not doubts and held is None:
         return None
+    conflict: dict[tuple, Entry] = {}
+    if decision is not None and _decision(decision):
+        for e in history:
+            if _decision(e) and concurrent(e, decision) and not same_value(e.value, decision.value):
+                conflict.setdefault((e.origin, repr(e.value)), e)  # one per Kelvin and value
     return Current(decision=decision, previous=stack[-2] if len(stack) > 1 else None, changed=changes,
-                   pending=doubts[-1] if doubts else None, held=held, doubts=tuple(doubts))
+                   pending=doubts[-1] if doubts else None, held=held, doubts=tuple(doubts),
+                   conflict=tuple(sorted(conflict.values(), key=lambda e: (e.ts_ms, e.order, e.id))))
 
 
 def _asks(doubts: list[Entry], decision: Entry | None) -> bool:
@@ -255,6 +288,21 @@ class Ledger:
         if entry_id and entry_id in self._by_id:
             ids.append(entry_id)
         return [self._take(i) for i in dict.fromkeys(ids)]
+
+    def forget(self, entry_id: str) -> Entry | None:
+        """Take an entry out as if it had never been added (not marked retracted): the undo of a
+        tentative add in a shared project, which is applied again in the shared order."""
+        entry = self._by_id.get(entry_id)
+        if entry is None:
+            return None
+        self._take(entry_id)
+        self._retracted.discard(entry_id)
+        return entry
+
+    def unretract(self, entry: Entry) -> None:
+        """Put back an entry a tentative retraction took out (the undo of :meth:`retract`)."""
+        self._retracted.discard(entry.id)
+        self.add(entry)
 
     def _take(self, entry_id: str) -> Entry:
         entry = self._by_id.pop(entry_id)

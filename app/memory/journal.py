@@ -1,6 +1,11 @@
 """The journal: an append-only, fsync'd log of every event in a project. The source of truth.
 
-Each line is ``<crc32 hex> <json>`` where the JSON holds ``seq``, ``op``, ``at`` (ms) and ``data``.
+Each line is ``<crc32 hex> <json>`` where the JSON holds ``seq``, ``op``, ``at`` (ms) and ``data``,
+and ``id``: the event's global identity, a UUID made by the Kelvin that journaled it (events from
+before ids get a deterministic one when read: :meth:`Journal.identity`). In a project shared with a
+team (app.memory.team_file) an event also says who made it (``by``, the artist; ``kv``, their
+Kelvin), what its author had seen of the shared log then (``seen``), and, once it came from the
+studio's server, its place in the shared order (``ss``).
 Lines are grouped in segment files named after their first sequence number. Everything else in
 Kelvin's memory — the LanceDB index, the Markdown files, the settings ledger — is a projection
 that can be rebuilt from here.
@@ -26,8 +31,9 @@ import json
 import logging
 import os
 import re
+import uuid
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -60,13 +66,30 @@ class Entry:
     at: int
     data: dict
     salvaged: bool = field(default=False, compare=False)  # read back from a line whose checksum failed
+    uid: str = ""  # the event's global id ("" in lines from before ids: see Journal.identity)
+    by: str = ""  # the artist who made it (shared projects)
+    kv: str = ""  # the Kelvin that made it (shared projects)
+    seen: int = 0  # the shared log as its author had it (the server's sequence pulled so far)
+    ss: int = 0  # its place in the shared log, for an event that came from the server (0: made here)
+    crc: int = field(default=0, compare=False)  # the line's checksum (an old line's id is made from it)
+
+
+_META = ("id", "by", "kv", "seen", "ss")
 
 
 def encode(entry: Entry) -> bytes:
-    body = json.dumps({"seq": entry.seq, "op": entry.op, "at": entry.at, "data": entry.data},
-                      ensure_ascii=False, separators=(",", ":"))
-    raw = body.encode("utf-8")
+    obj = {"seq": entry.seq, "op": entry.op, "at": entry.at, "data": entry.data}
+    for key, value in zip(_META, (entry.uid, entry.by, entry.kv, entry.seen, entry.ss)):
+        if value:
+            obj[key] = value
+    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return b"%08x " % zlib.crc32(raw) + raw + b"\n"
+
+
+def _entry(obj: dict, crc: int, salvaged: bool = False) -> Entry:
+    return Entry(int(obj["seq"]), str(obj["op"]), int(obj["at"]), dict(obj["data"]), salvaged,
+                 str(obj.get("id") or ""), str(obj.get("by") or ""), str(obj.get("kv") or ""),
+                 int(obj.get("seen") or 0), int(obj.get("ss") or 0), crc)
 
 
 def decode(line: bytes) -> Entry | None:
@@ -75,10 +98,10 @@ def decode(line: bytes) -> Entry | None:
         return None
     raw = line[9:-1]
     try:
-        if int(line[:8], 16) != zlib.crc32(raw):
+        crc = int(line[:8], 16)
+        if crc != zlib.crc32(raw):
             return None
-        obj = json.loads(raw)
-        return Entry(int(obj["seq"]), str(obj["op"]), int(obj["at"]), dict(obj["data"]))
+        return _entry(json.loads(raw), crc)
     except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -91,7 +114,7 @@ def salvage(line: bytes) -> Entry | None:
         obj = json.loads(raw.rstrip(b"\r\n").decode("utf-8", "replace"))
         if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict) or not isinstance(obj.get("op"), str):
             return None
-        return Entry(int(obj["seq"]), obj["op"], int(obj["at"]), obj["data"], salvaged=True)
+        return _entry(obj, zlib.crc32(raw), salvaged=True)
     except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -154,6 +177,17 @@ class Journal:
         self.damaged_lines = 0
         self._recorded: set[tuple[str, int]] | None = None  # (segment, offset) already in set-aside.jsonl
         self._warned: set[tuple[str, int]] = set()
+        # what the ids of events from before ids are made from (a shared project keeps the one it
+        # was shared with in its team file, so a rename does not change them)
+        self.namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"kelvin-journal:{folder.parent.name}")
+
+    def identity(self, entry: Entry) -> Entry:
+        """The entry with its global id: its own, or for a line written before events had ids one
+        made from the project's namespace, its number and its checksum — the same every time it is
+        read, and never written back (old lines are never rewritten)."""
+        if entry.uid:
+            return entry
+        return replace(entry, uid=str(uuid.uuid5(self.namespace, f"{entry.seq}:{entry.crc:08x}")))
 
     # ---- reading ---------------------------------------------------------------------------------
     def segments(self) -> list[Path]:
@@ -196,7 +230,7 @@ class Journal:
                             pending = []
                         prev = entry.seq
                         if entry.seq > after_seq:
-                            yield entry
+                            yield entry if entry.uid else self.identity(entry)
                     offset += len(line)
             if pending and nxt_first is not None:
                 yield from self._damaged(seg, pending, prev, nxt_first, after_seq)
@@ -219,7 +253,24 @@ class Journal:
             if ok:
                 prev = entry.seq
                 if entry.seq > after_seq:
-                    yield entry
+                    yield self.identity(entry)
+
+    def read_from(self, segment: str = "", offset: int = 0) -> Iterator[tuple[Entry, str, int]]:
+        """Every whole event from a byte position on (a segment's name and an offset in it; "" and
+        0: the start), each with the position after it, so that a reader that keeps the position
+        reads only what is new (the team sync's outbox). Damaged lines are left to :meth:`read`."""
+        for seg in self.segments():
+            if segment and seg.name < segment:
+                continue
+            start = offset if seg.name == segment else 0
+            with open(seg, "rb") as fh:
+                fh.seek(start)
+                pos = start
+                for line in fh:
+                    pos += len(line)
+                    entry = decode(line)
+                    if entry is not None:
+                        yield (entry if entry.uid else self.identity(entry)), seg.name, pos
 
     @property
     def next_seq(self) -> int:
@@ -471,17 +522,29 @@ class Journal:
         if new:
             fsync_dir(self.folder)
 
-    def append(self, items: list[tuple[str, dict]]) -> list[Entry]:
+    def append(self, items: list[tuple[str, dict]], stamp: dict | None = None) -> list[Entry]:
         """Write events durably (one fsync for the batch) and return them with their seq. All or
-        nothing: a write that fails half-way (a full disk) is cut back and nothing is numbered."""
+        nothing: a write that fails half-way (a full disk) is cut back and nothing is numbered.
+        Each event gets a new global id; ``stamp`` (``by``, ``kv``, ``seen``) says who made it in a
+        shared project."""
+        at = now_ms()
+        meta = stamp or {}
+        return self._write([Entry(0, op, at, data, uid=str(uuid.uuid4()), by=meta.get("by", ""),
+                                  kv=meta.get("kv", ""), seen=int(meta.get("seen", 0))) for op, data in items])
+
+    def append_remote(self, events: list[Entry]) -> list[Entry]:
+        """Write events that came from the studio's server (their id, author, time and place in the
+        shared order kept), numbered after this journal's newest."""
+        return self._write(events)
+
+    def _write(self, events: list[Entry]) -> list[Entry]:
         if self._fh is None:
             raise JournalError("journal is not open for writing")
         # this process has seen everything before (its cursor is at the end): its own events too
         at_end = self._cursor is not None and self._cursor[:2] == (self._segment, self._segment_bytes)
         if self._segment_bytes >= SEGMENT_BYTES:
             self._open_segment(self.folder / f"{self._next_seq:012d}.jsonl")
-        at = now_ms()
-        entries = [Entry(self._next_seq + i, op, at, data) for i, (op, data) in enumerate(items)]
+        entries = [replace(e, seq=self._next_seq + i) for i, e in enumerate(events)]
         blob = b"".join(encode(e) for e in entries)
         try:
             write_all(self._fh, blob)
@@ -495,6 +558,13 @@ class Journal:
             if at_end:
                 self._cursor = (self._segment, self._segment_bytes, entries[-1].seq)
         return entries
+
+    def end(self) -> tuple[str, int]:
+        """Under the lock, open for writing: where the next event goes (its segment and the bytes
+        in it) — the position after everything this process just wrote."""
+        if self._fh is None:
+            raise JournalError("journal is not open for writing")
+        return self._segment, self._segment_bytes
 
     # ---- catching up with other processes (under the write lock) ----------------------------------
     def read_to_end(self) -> None:

@@ -7,6 +7,12 @@ carries); the artist's own corrections are journal events of their own (``settin
 after a crash duplicates nothing); ``settings.state.json`` says how far it has read;
 ``settings.md`` shows the current values and their history to a person. Everything here can be
 rebuilt from the journal.
+
+In a project shared with a team the ledger folds the shared order: what the studio's server has
+ordered is applied and persisted; this Kelvin's own events not yet ordered there are applied on
+top, in memory only (*tentative*), and taken off again (:meth:`SettingsBook.undo_tentative`) when
+the server's order arrives, then applied after it — so every Kelvin ends with the same ledger.
+Entries of a shared project are named after their event's global id and carry its author.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import logging
 import os
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -37,6 +44,7 @@ OP_SETTING_SCENE = "setting.scene"  # a value read from a scene file (kelvin sce
 SETTING_OPS = (OP_SETTING_SET, OP_SETTING_UNSET, OP_SETTING_RETRACT, OP_SETTING_ADD, OP_SETTING_SCENE)
 _MESSAGE_OPS = ("message.add", "message.edit", "message.delete")
 MAX_STATE_BYTES = 16 * 1024 * 1024  # the ledger's position and conversation contexts: kilobytes
+SETTINGS_STATE = "settings.state.json"  # how far the ledger has read (another process's catch-up watches it)
 
 
 class SettingsBook:
@@ -45,7 +53,7 @@ class SettingsBook:
         self.project_name = project
         self.extractor = extractor
         self._log_path = folder / "settings.jsonl"
-        self._state_path = folder / "settings.state.json"
+        self._state_path = folder / SETTINGS_STATE
         self._md_path = folder / "settings.md"
         self._lock = threading.RLock()
         self.ledger = Ledger()
@@ -59,6 +67,11 @@ class SettingsBook:
         self.on_unapplied: Callable[[object, BaseException], None] = \
             lambda ev, exc: log.warning("journal event %s could not be applied to the settings ledger (%s: %s); "
                                         "set aside", getattr(ev, "seq", "?"), type(exc).__name__, exc)
+        self._ev = None  # the journal event being applied (its id and author name the entries of a shared project)
+        # tentative changes (a shared project's own events the server has not ordered yet), newest last:
+        # ("add", entry) or ("retract", [entries]); and the contexts as they were before the first
+        self._undo: list[tuple[str, object]] | None = None
+        self._before: tuple[dict, str] = ({}, "")
         self._load()
 
     # ---- loading ------------------------------------------------------------------------------------
@@ -138,7 +151,7 @@ class SettingsBook:
 
     def _reset(self) -> None:
         self.ledger, self.seq, self._contexts, self._engine, self._lines = Ledger(), 0, {}, "", 0
-        self._read_to = (0, 0)
+        self._read_to, self._undo, self._before = (0, 0), None, ({}, "")
         for p in (self._log_path, self._state_path):
             try:
                 p.unlink()
@@ -154,7 +167,12 @@ class SettingsBook:
     def _add(self, entry: Entry) -> Entry | None:
         """Add an entry whose value the ledger can hold: checked against its parameter's kind and range;
         one that fails (a number too large to compare, written by an older Kelvin) becomes a candidate
-        kept as text, with why in its note — never a value that breaks every later comparison."""
+        kept as text, with why in its note — never a value that breaks every later comparison. In a shared
+        project the entry is named after the event's global id, placed in the shared order, with its author."""
+        ev = self._ev
+        if ev is not None and ev.kv:
+            n = entry.id.rpartition(".")[2]
+            entry = replace(entry, id=f"{ev.uid}.{n}", order=ev.ss or ev.seq, author=ev.by, origin=ev.kv, seen=ev.seen)
         # the rules and the model pass parse values against the parameter already; what came from outside
         # (a scene, a hand-written value) is checked against its kind and range here too
         spec = self.extractor.cat.specs.get(entry.key[:2]) if not entry.candidate and entry.by in ("artist", "scene") \
@@ -170,29 +188,42 @@ class SettingsBook:
             value, why = as_candidate(entry.value)
             entry = replace(entry, parameter=f"{entry.parameter}_as_sent"[:80], name=f"{entry.name or entry.parameter} as sent",
                             value=value, candidate=True, note=_noted(entry.note, why or str(exc)))
-        return entry if self.ledger.add(entry) else None
+        if not self.ledger.add(entry):
+            return None
+        if self._undo is not None:
+            self._undo.append(("add", entry))
+        return entry
 
     # ---- projecting ---------------------------------------------------------------------------------
-    def project(self, events: Iterable, lookup: Callable[[str], Message | None],
-                to_message: Callable[[dict], Message]) -> int:
-        """Apply journal entries past ``seq``. Returns how many ledger lines were written."""
+    def project(self, events: Iterable, lookup: Callable[[str], Message | None], to_message: Callable[[dict], Message],
+                persist: bool = True, shared: str = "") -> int:
+        """Apply journal entries past ``seq``. Returns how many ledger lines were written.
+        ``shared``: a shared project's events, in the shared order and whatever their number —
+        "settled" (ordered by the server: applied and persisted) or "tentative" (applied in memory,
+        undone by :meth:`undo_tentative`)."""
         lines: list[dict] = []
         last = self.seq
         with self._lock:
+            if shared == "tentative" and self._undo is None:
+                self._undo, self._before = [], (dict(self._contexts), self._engine)
             for ev in events:
-                if ev.seq <= self.seq:
+                if ev.seq <= self.seq and not shared:
                     continue
-                last = ev.seq
+                last = max(last, ev.seq)
+                self._ev = ev
                 try:
                     lines += self._apply(ev, lookup, to_message)
                 except OSError:
+                    self._ev = None
                     raise  # the disk, not the event: the projection catches up later
                 except Exception as exc:  # noqa: BLE001 — one bad event must not stop the ledger for good
                     self.on_unapplied(ev, exc)
-            if last == self.seq:
+            self._ev = None
+            if last == self.seq and not shared:
                 return 0
             self.seq = last
-            self._persist(lines)
+            if persist and shared != "tentative":
+                self._persist(lines)
         return len(lines)
 
     def _apply(self, ev, lookup: Callable[[str], Message | None], to_message: Callable[[dict], Message]) -> list[dict]:
@@ -210,6 +241,37 @@ class SettingsBook:
             return self._artist(ev.op, ev.data, ev.seq)
         return []
 
+    def undo_tentative(self) -> int:
+        """Take off everything applied tentatively (newest first), and the conversation contexts
+        they changed: the ledger is again what the server's order alone makes it. Returns how many
+        changes were undone."""
+        with self._lock:
+            started = self._undo is not None
+            undo, self._undo = self._undo or [], None
+            for kind, what in reversed(undo):
+                if kind == "add":
+                    self.ledger.forget(what.id)  # type: ignore[union-attr]
+                else:
+                    for entry in what:  # type: ignore[union-attr]
+                        self.ledger.unretract(entry)
+            if started:  # (a tentative message may have changed a context without adding an entry)
+                self._contexts, self._engine = self._before
+            self._before = ({}, "")
+            return len(undo)
+
+    @contextmanager
+    def changing(self):
+        """Hold the ledger still for this process's readers while a change of several steps is made
+        (a shared project's tentative part taken off, the server's order applied, put back on)."""
+        with self._lock:
+            yield
+
+    def _take(self, source_id: str = "", entry_id: str = "") -> list:
+        gone = self.ledger.retract(source_id=source_id, entry_id=entry_id)
+        if gone and self._undo is not None:
+            self._undo.append(("retract", gone))
+        return gone
+
     def _from_message(self, m: Message, seq: int, edited_text: str | None = None) -> list[dict]:
         from app.core.extraction import Context
 
@@ -225,8 +287,8 @@ class SettingsBook:
         out = []
         for n, mention in enumerate(mentions):
             entry = self._entry(mention, f"{seq}.{n}", m.ts_ms, m.id, seq, "rules")
-            if kept := self._add(entry):
-                out.append({"op": "add", "entry": kept.to_json()})
+            if (added := self._add(entry)) is not None:
+                out.append({"op": "add", "entry": added.to_json()})
         return out
 
     @staticmethod
@@ -236,7 +298,7 @@ class SettingsBook:
                      candidate=m.candidate, order=seq, scope=m.scope, sure=m.sure)
 
     def _retract(self, source_id: str) -> list[dict]:
-        return [{"op": "retract", "source_id": source_id}] if self.ledger.retract(source_id=source_id) else []
+        return [{"op": "retract", "source_id": source_id}] if self._take(source_id=source_id) else []
 
     def _artist(self, op: str, d: dict, seq: int) -> list[dict]:
         if op == OP_SETTING_ADD:
@@ -258,7 +320,7 @@ class SettingsBook:
                           note=str(d.get("note") or ""), scope=scope_key(d.get("scope")))
             return [{"op": "add", "entry": kept.to_json()}] if (kept := self._add(entry)) else []
         if op == OP_SETTING_RETRACT:
-            gone = self.ledger.retract(entry_id=str(d.get("entry_id", "")))
+            gone = self._take(entry_id=str(d.get("entry_id", "")))
             return [{"op": "retract", "entry_id": d.get("entry_id", "")}] if gone else []
         value = d.get("value")
         entry = Entry(id=f"{seq}.0", engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
@@ -376,10 +438,10 @@ class SettingsBook:
             fh.write(body)
         os.replace(tmp, self._md_path)
 
-    def rebuild(self, events: Iterable, lookup, to_message) -> None:
+    def rebuild(self, events: Iterable, lookup, to_message, shared: str = "") -> None:
         with self._lock:
             self._reset()
-            self.project(events, lookup, to_message)
+            self.project(events, lookup, to_message, shared=shared)
             if not self._md_path.exists():
                 self._write_markdown()
 

@@ -9,7 +9,10 @@ every write runs inside :meth:`ProjectStore.writing`, which holds the project's 
 one write and, first thing inside it, catches this process up with what the others wrote since —
 projections.json, the settings ledger, the index's tables, the message ids it knows. A reader
 catches up the same way without the lock (:meth:`ProjectStore.refresh`), and only when the
-journal's end or projections.json changed, so a read where nothing changed costs two ``stat`` calls.
+journal's end or projections.json changed, so a read where nothing changed costs a few ``stat`` calls.
+In a project shared with a team the catch-up also reads the team file again when another process
+synced (``team.json``, ``acks.jsonl``), and keeps the ledger's unsent part made from the journal all
+the processes share (app.memory.team_ledger), so each shows what the others have not sent yet.
 
 The day's end is an event too (``day.rollover``): the Markdown blocks from before its cutoff move
 to ``archive/<day>/``, and ``rebuild()`` puts them there again from the journal.
@@ -27,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from app.core import projects
 from app.core.records import (
@@ -64,9 +67,11 @@ from app.memory.markdown import MarkdownBook, before
 from app.memory import replies
 from app.memory.replies import OP_REPLY_PART
 from app.memory.rescue import rescue
-from app.memory.settings_book import SETTING_OPS, SettingsBook
+from app.memory.settings_book import SETTING_OPS, SETTINGS_STATE, SettingsBook
 from app.memory.turn_notes import TURN_OPS, TurnNotes
 from app.memory.turn_notes import whole as whole_turn_event
+from app.memory import team_ledger
+from app.memory.team_file import ACKS_FILE, TEAM_FILE, TeamFile
 
 log = logging.getLogger("kelvin.store")
 
@@ -215,6 +220,13 @@ class ProjectStore:
         if self.folder.resolve().parent != data_dir.resolve():
             raise RecordError(f"project name {name!r} does not map to a folder inside the data folder")
         self.journal = Journal(self.folder / "journal", accept=whole_event)
+        self.team: TeamFile | None = None  # shared with a team (app.memory.team_file); None: personal
+        # this artist's name and this Kelvin's id: the author of what it journals when shared
+        self.identity: Callable[[], tuple[str, str]] = lambda: ("", "")
+        # how far the ledger has taken this machine's events the server has not ordered yet (a journal
+        # position; None: not known, made again from the last settled position): app.memory.team_ledger
+        self.tentative_at: tuple[str, int] | None = None
+        self.load_team()
         self.book = MarkdownBook(self.folder, name)
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
         self.turns = TurnNotes(self.folder)  # what each answer looked at, its chips and their answers
@@ -246,6 +258,21 @@ class ProjectStore:
         self.on_embedder_problem: Callable[[str], None] = lambda msg: log.warning("%s", msg)
 
     # ---- opening -----------------------------------------------------------------------------------
+    def load_team(self) -> None:
+        """Read whether (and how far) the project is shared (after sharing or joining it, too)."""
+        import uuid
+
+        self.team = TeamFile.load(self.journal.folder, previous=self.team)
+        if self.team is not None:
+            self.journal.namespace = uuid.UUID(self.team.namespace)
+
+    def _stamp(self) -> dict | None:
+        """Who makes the events journaled now, and what they had seen of the shared order."""
+        if self.team is None:
+            return None
+        by, kv = self.identity()
+        return {"by": by, "kv": kv, "seen": self.team.cursor}
+
     def exists(self) -> bool:
         return self.journal.folder.is_dir()
 
@@ -307,6 +334,8 @@ class ProjectStore:
                     else:
                         self._replayed_at_open = self._open_locked()
                         self._opened = True
+                    if self.team is not None:  # what was written since the files were read (a mended tail)
+                        team_ledger.follow(self, full=False)
                 except (JournalError, UnsafePath, NotRegularFile):
                     raise  # the journal itself, or a link or a FIFO in the project: nothing is written
                 except Exception as exc:  # noqa: BLE001 — the projections, not the journal
@@ -350,29 +379,40 @@ class ProjectStore:
         return self._mark()
 
     def _mark(self) -> tuple:
-        """The journal's end and projections.json as they are now: changed means someone wrote."""
-        try:
-            st = self._state_path.stat()
-            state = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except OSError:
-            state = ()
-        return self.journal.mark(), state
+        """The journal's end, projections.json, the team's files (team.json, acks.jsonl) and the
+        ledger's state as they are now: changed means someone wrote."""
+        jf = self.journal.folder
+        return (self.journal.mark(), _stat(self._state_path), (_stat(jf / TEAM_FILE), _stat(jf / ACKS_FILE)),
+                _stat(self.folder / SETTINGS_STATE))
 
     def _catch_up_files(self) -> bool:
         mark = self._mark()
         if mark == self._seen:
             return False
-        if mark[1] != (self._seen[1] if self._seen else None):
+        seen = self._seen or ((), None, None, None)
+        if mark[1] != seen[1]:
             loaded = Projections.load(self._state_path)
             with self._rollover_lock:
                 self.state = loaded
-        if self.settings is not None:
+        settled_elsewhere = False
+        if mark[2] != seen[2]:  # shared, joined or synced by another process on this machine
+            before = self._team_place()
+            self.load_team()
+            settled_elsewhere = self._team_place() != before
+        if self.settings is not None and self.team is None:
             self.settings.follow()
+        elif self.settings is not None:  # settled or rebuilt elsewhere: the tentative part is made again
+            team_ledger.follow(self, full=settled_elsewhere or mark[3] != seen[3])
         self.turns.follow()
         if self._index is not None:
             self._index.refresh()
         self._seen = mark
         return True
+
+    def _team_place(self) -> tuple | None:
+        """Where the shared order stands here (what a settlement moves; sending moves only the acks)."""
+        team = self.team
+        return None if team is None else (team.server_project, team.cursor, tuple(team.settled_at))
 
     def _follow(self) -> None:
         """Under the lock: the events other processes journaled since this one last looked — the
@@ -515,6 +555,7 @@ class ProjectStore:
         self.in_use.release()
         self._opened = False
         self._seen = ()
+        self.tentative_at = None
 
     def _embedder_dim(self) -> int:
         try:
@@ -575,14 +616,15 @@ class ProjectStore:
         if not kept:
             return []
         self._check_room(kept)
-        entries = self.journal.append(kept)
+        entries = self.journal.append(kept, self._stamp())
         if messages:
             known |= batch
         self.projection_error = ""
         try:
             for i in range(0, len(entries), PROJECT_BATCH):
-                self._project(entries[i : i + PROJECT_BATCH])
+                self._project(entries[i : i + PROJECT_BATCH], shared="tentative")
                 progress(min(i + PROJECT_BATCH, len(entries)), len(entries))
+            team_ledger.written(self)  # (a shared project's ledger took them tentatively)
         except Exception as exc:  # noqa: BLE001 — the events are durable; the projections catch up later
             self.projection_error = str(getattr(exc, "strerror", None) or exc)
             if isinstance(exc, OSError):  # expected (a disk that filled up meanwhile): no traceback
@@ -644,54 +686,62 @@ class ProjectStore:
             self.state.index_version = version
         self.state.save(self._state_path)
 
-    def _project(self, entries: list[Entry], replay: bool = False, present: set[str] | None = None) -> None:
+    def _project(self, entries: list[Entry], replay: bool = False, present: set[str] | None = None,
+                 force: bool = False, shared: str = "") -> None:
         """Apply journal entries to Markdown, the index and the ledger, in order. An event that cannot be
-        applied (bad data, not a full disk) is set aside and reported; the others are applied."""
+        applied (bad data, not a full disk) is set aside and reported; the others are applied.
+        ``force``: whatever the projections' marks say (a shared project's events applied again in
+        the server's order: app.memory.team_settle). In a shared project the settings ledger takes
+        them as ``shared`` ("settled" or "tentative"; "" on a replay, whose ledger part is made again
+        when the project opens)."""
         try:
-            self._apply_all(entries, replay, present)
+            self._apply_all(entries, replay, present, force)
         except DATA_ERRORS:
             log.warning("project %s: an event in %d..%d cannot be projected; applying them one at a time",
                         self.name, entries[0].seq, entries[-1].seq)
             present = self.book.ids_present()  # what the batch may have written already (idempotent from here)
             for entry in entries:
                 try:
-                    self._apply_all([entry], True, present)
+                    self._apply_all([entry], True, present, force)
                 except DATA_ERRORS as exc:
                     self.journal.note_unapplied(entry, "the index and Markdown", exc)
-        if self.settings is not None:
+        if self.settings is not None and self.team is None:
             self.settings.project(entries, self._lookup, self.bare_message)
+        elif self.settings is not None and shared:
+            self.settings.project([self.team.shared_view(e) for e in entries], self._lookup, self.bare_message,
+                                  shared=shared)
         self.turns.project(entries)
         replies.track(self.state.unfinished, entries)
-        last = entries[-1].seq
+        last = max(e.seq for e in entries)
         self.state.markdown_seq = max(self.state.markdown_seq, last)
         self.state.index_seq = max(self.state.index_seq, last)
         self.save_state()
 
-    def _apply_all(self, entries: list[Entry], replay: bool, present: set[str] | None) -> None:
+    def _apply_all(self, entries: list[Entry], replay: bool, present: set[str] | None, force: bool = False) -> None:
         """Apply journal entries to Markdown and the index, in order, batching runs of adds."""
         run: list[Entry] = []
         for entry in entries:
             if entry.op in (OP_MESSAGE_ADD, OP_MEMORY_ADD) and (not run or run[-1].op == entry.op):
                 run.append(entry)
                 continue
-            self._apply_run(run, replay, present)
+            self._apply_run(run, replay, present, force)
             run = [entry] if entry.op in (OP_MESSAGE_ADD, OP_MEMORY_ADD) else []
             if not run:
-                self._apply_one(entry, replay)
-        self._apply_run(run, replay, present)
+                self._apply_one(entry, replay, force)
+        self._apply_run(run, replay, present, force)
 
-    def _apply_run(self, run: list[Entry], replay: bool, present: set[str] | None) -> None:
+    def _apply_run(self, run: list[Entry], replay: bool, present: set[str] | None, force: bool = False) -> None:
         if not run:
             return
-        md_todo = [e for e in run if e.seq > self.state.markdown_seq]
-        ix_todo = [e for e in run if e.seq > self.state.index_seq]
+        md_todo = [e for e in run if force or e.seq > self.state.markdown_seq]
+        ix_todo = [e for e in run if force or e.seq > self.state.index_seq]
         if run[0].op == OP_MEMORY_ADD:
             memories = [Memory(**e.data) for e in ix_todo]
             vectors = self._embed({m.id: m.text for m in memories})
             self.index.put_memories(memories, vectors, upsert=replay)
             return
-        tagged = {e.seq: self.to_message(e.data) for e in run if e.seq > min(self.state.markdown_seq,
-                                                                              self.state.index_seq)}
+        tagged = {e.seq: self.to_message(e.data) for e in run if force or e.seq > min(self.state.markdown_seq,
+                                                                                       self.state.index_seq)}
         if md_todo:
             msgs = [tagged[e.seq] for e in md_todo]
             self._lower_live_since(min(m.ts_ms for m in msgs))  # new messages go to the live files
@@ -742,7 +792,7 @@ class ProjectStore:
     def _embed_rows(self, rows: list[dict]) -> dict[str, list[float]]:
         return self._embed({r["chunk_id"]: embed_text(r["speaker"], r["text"]) for r in rows})
 
-    def _apply_one(self, entry: Entry, replay: bool) -> None:
+    def _apply_one(self, entry: Entry, replay: bool, force: bool = False) -> None:
         data = entry.data
         if entry.op == OP_MESSAGE_DELETE:
             if self._known is not None:
@@ -776,7 +826,7 @@ class ProjectStore:
         elif entry.op == OP_DAY_ROLLOVER:
             cutoff = int(data["cutoff_ms"])
             self._note_rollover([entry.seq, cutoff, str(data["day"])])
-            if entry.seq > self.state.markdown_seq:  # a replay from an index behind must not move later blocks
+            if force or entry.seq > self.state.markdown_seq:  # a replay from an index behind must not move later blocks
                 self.book.roll_over(cutoff, str(data["day"]))
                 since = self.state.live_since_ms  # nothing live is older now (the events after lower it again)
                 self.state.live_since_ms = cutoff if since is None else max(since, cutoff)
@@ -960,9 +1010,11 @@ class ProjectStore:
             self.index.put_messages(batch, vectors, rows=rows)
             progress(min(i + PROJECT_BATCH, len(ordered)), len(ordered))
         self.index.put_memories(list(memories.values()), self._embed({m.id: m.text for m in memories.values()}))
-        self.book.rebuild(ordered, folded.archived)
-        if self.settings is not None:
+        self.book.rebuild(list(messages.values()), folded.archived)  # the order they came in (sorted by minute there)
+        if self.settings is not None and self.team is None:
             self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
+        elif self.settings is not None:  # the server's order, then this Kelvin's events it has not ordered yet
+            self.rebuild_ledger()
         self.turns.rebuild(self.journal.read())
         live = [m.ts_ms for m in ordered if m.id not in folded.archived]
         with self._rollover_lock:
@@ -1013,7 +1065,7 @@ class ProjectStore:
         the day whose range covers it. An event that cannot be read as what it says is set aside.
         ``tag=False``: the messages untagged (only their ids matter)."""
         acc = _Fold()
-        for e in self.journal.read():
+        for e in self.in_order():
             try:
                 acc.fold(e)
             except DATA_ERRORS as exc:
@@ -1026,6 +1078,32 @@ class ProjectStore:
                 log.warning("project %s: message %s cannot be rebuilt (%s); skipped", self.name, k, exc)
         return Folded(out, acc.memories, acc.archived, acc.rollovers, acc.deleted - acc.messages.keys(), acc.salvaged,
                       acc.touched, acc.forgotten - acc.memories.keys(), acc.unfinished)
+
+    def rebuild_ledger(self) -> None:
+        """The settings ledger again from the journal alone (a project just shared: its entries are
+        named after their events' ids and placed in the shared order from now on)."""
+        if self.settings is None:
+            return
+        with self.writing():
+            if self.team is None:
+                self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
+                return
+            events = self.in_order()
+            settled = [e for e in events if e.ss <= self.team.cursor]
+            with self.settings.changing():
+                self.settings.undo_tentative()
+                self.settings.rebuild(settled, self._lookup, self.bare_message, shared="settled")
+                self.settings.project(events[len(settled):], self._lookup, self.bare_message, shared="tentative")
+                self.settings.seq = max(self.settings.seq, self.journal.last_seq())
+            team_ledger.written(self)
+
+    def in_order(self) -> list[Entry] | Iterator[Entry]:
+        """The journal's events in the order the projections fold them: the journal's own, or in a
+        shared project the server's order (each with its place in ``ss``), then this Kelvin's
+        events the server has not ordered yet."""
+        if self.team is None:
+            return self.journal.read()
+        return sorted((self.team.shared_view(e) for e in self.journal.read()), key=lambda e: (e.ss, e.seq))
 
     def journal_messages(self) -> list[Message]:
         """Every live message as the journal has it (for checks and tools)."""
@@ -1108,6 +1186,15 @@ def _place_in(rollovers: list[list], ts_ms: int) -> str | None:
         if before(ts_ms, cutoff):
             return day
     return None
+
+
+def _stat(path: Path) -> tuple:
+    """What says a file changed (another process replaces or appends to it): () when it is not there."""
+    try:
+        st = path.stat()
+    except OSError:
+        return ()
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def local_day(ts_ms: int) -> str:

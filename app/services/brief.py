@@ -314,7 +314,11 @@ class BriefBuilder:
     def _line(cur) -> str:
         """The decision, the values to confirm, the file's value beside it when it differs."""
         before = f" (before: {format_value(cur.previous.value, cur.previous.unit)})" if cur.previous else ""
-        return f"{setting_label(cur.entry)} = {value_text(cur)}{before}"
+        d = cur.decision
+        who = f" ({d.author})" if d is not None and d.author else ""  # a shared project: who decided it
+        apart = "".join(f"; CONFLICT: {x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} without having "
+                        "seen it" for x in cur.conflict)
+        return f"{setting_label(cur.entry)} = {value_text(cur)}{who}{before}{apart}"
 
     def _save(self, result: BriefResult, since: int) -> None:
         """Archive first, then the live brief replaced in one step: a crash in between leaves the old

@@ -42,7 +42,42 @@ def run(settings: Config, backend: OllamaBackend, memory=None) -> list[Check]:
     if memory is not None:
         checks.append(_store(settings, memory))
         checks.append(journal(settings.project, memory))
+    if settings.team_server.strip():
+        checks.append(team_server(settings))
     return checks
+
+
+SKEW_WARN_MS = 5_000
+
+
+def team_server(settings: Config) -> Check:
+    """The studio's PostgreSQL: reachable, its version, this role's rights, the clocks' skew, the
+    schema version."""
+    from app.memory.team_server import SCHEMA_VERSION, TeamServer, TeamServerError, where
+
+    server = TeamServer(settings.team_server)
+    try:
+        facts = server.facts()
+    except TeamServerError as exc:
+        fix = {"refused": "check the role and ~/.pgpass (or the service file) with the studio's admin",
+               "offline": "check the address in team_server and the network; Kelvin works on this machine meanwhile"}
+        return Check("team server", FAIL, str(exc), fix.get(exc.kind, ""))
+    finally:
+        server.close()
+    rights = facts["rights"]
+    can = ("reads and writes" if rights.get("write") else "reads only (a write says so)" if rights.get("read")
+           else "has no rights on Kelvin's tables" if rights else "no Kelvin tables yet")
+    detail = (f"{where(settings.team_server)}: PostgreSQL {facts['version']}, role {facts['user']} {can}, schema "
+              f"{facts['schema'] or 'none'} (this Kelvin: {SCHEMA_VERSION}), clocks {facts['skew_ms']:+,} ms apart, "
+              f"{facts['rtt_ms']} ms away")
+    if facts["schema"] > SCHEMA_VERSION:
+        return Check("team server", FAIL, detail, "the server was set up by a newer Kelvin: update Kelvin")
+    if rights and not rights.get("read"):
+        return Check("team server", FAIL, detail, "ask the studio's admin to grant this role SELECT on schema kelvin")
+    if abs(facts["skew_ms"]) > SKEW_WARN_MS:
+        return Check("team server", WARN, detail, "this machine's clock is off: the times beside what the team says "
+                     "follow each artist's clock (turn on network time)")
+    return Check("team server", OK, detail)
 
 
 def _ollama(settings: Config, backend: OllamaBackend) -> list[Check]:

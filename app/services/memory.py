@@ -155,6 +155,8 @@ class MemoryService:
         self._caught_up: set[str] = set()
         # the full-text and vector legs of a search run side by side (LanceDB releases the GIL)
         self._legs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kelvin-search")
+        self._me: tuple[str, str] | None = None
+        self.on_written: list[Callable[[str], None]] = []  # told (on the writer thread) after each write to a project
         self.writer = CommitQueue(self._apply, idle=self._upkeep)
 
     def _build_rules(self) -> None:
@@ -188,8 +190,16 @@ class MemoryService:
                 store = ProjectStore(self.data_dir, name, self.tagger, self.embedder, self.settings.index_uri,
                                      extractor=self.extractor, lock_wait_s=self.settings.lock_wait_s)
                 store.on_embedder_problem = self._notice
+                store.identity = self.me
                 self._stores[key] = store
             return store
+
+    def me(self) -> tuple[str, str]:
+        """Who this Kelvin is to a team: the artist's name, and this data folder's own id (made at
+        the first shared write)."""
+        if self._me is None:
+            self._me = (self.settings.artist_name(), kelvin_id(self.data_dir))
+        return self._me
 
     def projects(self) -> list[str]:
         """Folder names of every project that has a journal."""
@@ -226,9 +236,17 @@ class MemoryService:
 
     # ---- writing -----------------------------------------------------------------------------------
     def _apply(self, project: str, items: list[tuple[str, dict]]) -> list:
-        """Write a commit group; while another Kelvin process's write goes on (an import of a big file),
-        wait for it ``lock_patience`` times ``lock_wait_s`` in all before giving up — the window waits
-        longer than a command, so a turn asked during a long import is never dropped."""
+        """Write a commit group, then tell those who asked (the team's background rounds: what was
+        written goes to the studio's server now)."""
+        written = self._write_patiently(project, items)
+        for tell in self.on_written:
+            tell(project)
+        return written
+
+    def _write_patiently(self, project: str, items: list[tuple[str, dict]]) -> list:
+        """While another Kelvin process's write goes on (an import of a big file), wait for it
+        ``lock_patience`` times ``lock_wait_s`` in all before giving up — the window waits longer than
+        a command, so a turn asked during a long import is never dropped."""
         for attempt in range(max(1, self.lock_patience)):
             try:
                 return self.store(project).write(items)
@@ -243,6 +261,8 @@ class MemoryService:
                message_id: str | None = None, status: str = "") -> tuple[Message, Future]:
         """Commit one message. Returns at once; the Future completes when it is journaled and indexed."""
         name = self.store(project).name  # the project's one spelling
+        if not speaker and role == "user" and self.store(name).team is not None:
+            speaker = self.me()[0]  # in a shared project the artist's words carry their name
         msg = Message(
             id=check_id(message_id) if message_id else new_id(), project=name,
             conversation_id=check_name(conversation_id, "conversation_id"), role=check_role(role),
@@ -656,6 +676,27 @@ class MemoryService:
         said += [f"{gap.describe()}; they are taken back from the index or the Markdown when Kelvin next writes "
                  "this project" for gap in completeness.unexplained(store.journal)]
         return said
+
+
+def kelvin_id(data_dir: Path) -> str:
+    """This data folder's Kelvin, as a team's events name it (a UUID made once, kept in the folder)."""
+    path = data_dir / "kelvin-id"
+    try:
+        return path.read_text(encoding="ascii").strip()[:64]
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    except OSError:
+        return ""
+    import uuid
+
+    from app.durable import write_atomically
+
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, str(uuid.uuid4()) + "\n")
+        return path.read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
 
 
 class MemoryBehind(JournalError):

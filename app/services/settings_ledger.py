@@ -61,14 +61,16 @@ def describe(c: Current, with_source: bool = False) -> str:
         return f"{label} = {choices} — to confirm ({'; '.join(bits)})"
     if d is None:
         return f"{label}: not decided ({held})"
-    bits = [f"set {when(d.ts_ms)}" + (" by hand" if d.by == "artist" else "")]
+    said = f"{d.author}, {when(d.ts_ms)}" if d.author else f"set {when(d.ts_ms)}"  # who, in a shared project
+    bits = [said + (" by hand" if d.by == "artist" else "")]
     if with_source and d.source_id and d.by != "artist":
         bits[0] += f" in {d.source_id}"
     if p is not None:
         bits.append(f"before: {format_value(p.value, p.unit)}, set {when(p.ts_ms)}")
     if held:
         bits.append(held)
-    return f"{label} = {format_value(d.value, d.unit)} ({'; '.join(bits)})"
+    line = f"{label} = {format_value(d.value, d.unit)} ({'; '.join(bits)})"
+    return line + (f" — {conflict_words(c)}" if c.conflict else "")
 
 
 def value_text(c: Current) -> str:
@@ -100,6 +102,14 @@ def merged(currents: list[Current]) -> list[Current]:
                 out[k] = replace(out[k], held=c.held)
                 gone.add(n)
     return [c for n, c in enumerate(out) if n not in gone]
+
+
+def conflict_words(c: Current) -> str:
+    """"conflict: Leo set 25 at 10:43 without having seen it — choose one"."""
+    others = "; ".join(f"{x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} at {when(x.ts_ms)}"
+                       for x in c.conflict)
+    return (f"CONFLICT: {others} without having seen it — choose one (kelvin settings set "
+            f"\"{c.entry.name or c.entry.parameter}\" VALUE)")
 
 
 class SettingsLedger:

@@ -86,7 +86,10 @@ class CurrentModel(QAbstractTableModel):
             if index.column() == 3 and held is not None:
                 return f"Read from {held.note or 'a scene'} ({when(held.ts_ms)})" + (
                     " — not what was decided" if c.differs else "")
-            return f"changed {c.changed} time(s)" + (" · a candidate, not in the taxonomy" if e.candidate else "")
+            tip = f"changed {c.changed} time(s)" + (" · a candidate, not in the taxonomy" if e.candidate else "")
+            return tip + "".join(f"\n{x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} at "
+                                 f"{when(x.ts_ms)} without having seen it — double-click the value to choose"
+                                 for x in c.conflict)
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         p = c.previous
@@ -95,9 +98,12 @@ class CurrentModel(QAbstractTableModel):
             decided = " or ".join(format_value(a.value, a.unit) for a in c.alternatives) + " — to confirm"
         else:
             decided = format_value(d.value, d.unit) if d is not None else "—"
+        if c.conflict and d is not None:  # a shared project: two artists decided apart; shown as one until chosen
+            decided = " or ".join([f"{decided} ({d.author})", *(f"{format_value(x.value, x.unit)} ({x.author})"
+                                                               for x in c.conflict)]) + " — conflict"
         in_file = "" if held is None else format_value(held.value, held.unit) + (" ≠" if c.differs else "")
         return (engine_name(e.engine), name, decided, in_file,
-                when(d.ts_ms) if d is not None else "", who(d.by) if d is not None else "",
+                when(d.ts_ms) if d is not None else "", (d.author or who(d.by)) if d is not None else "",
                 "" if p is None else format_value(p.value, p.unit))[index.column()]
 
     def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
