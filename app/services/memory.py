@@ -124,7 +124,8 @@ class MemoryService:
         taxonomy = load_taxonomy()
         self.tagger = tagger or load_tagger(taxonomy)
         self.extractor = load_extractor(taxonomy)
-        self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s)
+        self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s,
+                                               settings.openai_url, settings.openai_api_key)
         self.notices: list[str] = []  # expected problems to tell the artist once (embedder down, …)
         self.lock_patience = 1  # lock_wait_s periods a write waits for another process (the window: more)
         self._stores: dict[str, ProjectStore] = {}
