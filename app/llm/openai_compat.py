@@ -135,10 +135,8 @@ class OpenAIBackend:
             body["tools"] = tools
         if fmt := response_format(format):
             body["response_format"] = fmt
-        try:
-            body.update(self.models().extra)
-        except ModelServerUnavailable:
-            pass  # the stream itself says so
+        if self._models is not None:  # known by now (the conversation asked what the model can do first)
+            body.update(self._models.extra)
         timeout = httpx.Timeout(self.stream_timeout_s, connect=min(self.stream_timeout_s, CONNECT_TIMEOUT_S))
         url, verify, headers = self.api + "/chat/completions", self._verify, self._headers
         label = lambda: self.label  # noqa: E731 — the server's name as known when the error comes
@@ -147,6 +145,8 @@ class OpenAIBackend:
             reader = Reader(label(), self.host, model)
             async with httpx.AsyncClient(timeout=timeout, verify=verify, headers=headers) as client:
                 async with client.stream("POST", url, json=body) as resp:
+                    if resp.status_code >= 400 or "text/event-stream" not in resp.headers.get("content-type", ""):
+                        await self._know_server()  # to name it in what it did
                     if resp.status_code >= 400:
                         raw = await resp.aread()
                         try:
@@ -170,6 +170,15 @@ class OpenAIBackend:
             yield reader.end()
 
         return ChatStream(self.host, model, produce, lambda exc, partial: self._explain(exc, model, partial))
+
+    async def _know_server(self) -> None:
+        import asyncio
+
+        if self._models is None:
+            try:
+                await asyncio.to_thread(self.models)
+            except ModelServerUnavailable:
+                pass
 
     def _whole(self, reader: Reader, raw: bytes, model: str) -> ChatChunk:
         try:

@@ -146,8 +146,12 @@ def refusal(status: int, body, label: str, host: str, model: str, *, partial: st
             numbers = [int(n) for group in found for n in group if n]
             limit = min(numbers) if numbers else 0
         held = f"holds only {limit:,} tokens per request" if limit else "holds fewer tokens per request"
-        return ContextTooSmall(f"{label} at {host} {held}, fewer than Kelvin's window; load the model with a larger "
-                               "context (llama-server -c 8192; LM Studio: Context Length) or lower num_ctx", limit, status)
+        fix = "load the model with a larger context (llama-server -c 8192; LM Studio: Context Length)"
+        if limit and limit < 1024:
+            return ContextTooSmall(f"{label} at {host} {held}, fewer than Kelvin's smallest window (1,024); {fix}",
+                                   limit, status)
+        return ContextTooSmall(f"{label} at {host} {held}, fewer than Kelvin's window; {fix} or lower num_ctx",
+                               limit, status)
     if _NOT_LOADED.search(text) or _NOT_FOUND.search(text) or status == 404:
         how = fix_missing or f"load it in {label} or set chat_model to a model it lists"
         state = "has not loaded" if _NOT_LOADED.search(text) else "does not have"

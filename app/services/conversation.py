@@ -25,8 +25,8 @@ from app.core.context import RECENT_TURNS, Budget, Ingredients, Window, pack, sa
 from app.core.recall import recall_answer
 from app.core.records import MAX_MESSAGE_CHARS, Memory, Message, RecordError, check_text, clean_output, new_id, now_ms
 from app.core.tokens import Calibration, clip, estimate_messages
-from app.llm.errors import (ContextTooSmall, ModelMissing, ModelServerUnavailable, NotRunning, OutOfMemory,
-                            StreamCut)
+from app.llm.errors import (ContextTooSmall, ModelMissing, ModelServerUnavailable, NotCompatible, NotRunning,
+                            OutOfMemory, StreamCut)
 from app.llm.model_server import ChatChunk, ModelInfo, ModelServer, ToolCall
 from app.llm.servers import connect
 from app.llm.stream import ChatStream
@@ -394,7 +394,7 @@ class Conversation:
             result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), "cut"
         except ModelMissing as exc:
             result.status, result.error, result.error_kind = "failed", str(exc), "model_missing"
-        except NotRunning as exc:  # gone mid-reply: what came is kept, as cut
+        except (NotRunning, NotCompatible) as exc:  # gone mid-reply: what came is kept, as cut
             result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), "not_running"
         except ModelServerUnavailable as exc:
             kind = "out_of_memory" if isinstance(exc, OutOfMemory) else "server"
