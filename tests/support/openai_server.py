@@ -63,6 +63,7 @@ class OpenAITestServer:
         self._stopping = threading.Event()
         self._bind = (host, port)
         self._httpd: _HTTPServer | None = None
+        self._port = 0
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -70,6 +71,7 @@ class OpenAITestServer:
         if self._httpd is None:
             self._stopping.clear()
             self._httpd = _HTTPServer(self._bind, _Handler, self)
+            self._port = self._httpd.server_address[1]  # kept after stop(): tests name the address in messages
             self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
                                             name=f"kelvin-openai-test-server-{self.port}", daemon=True)
             self._thread.start()
@@ -93,7 +95,7 @@ class OpenAITestServer:
 
     @property
     def port(self) -> int:
-        return self._httpd.server_address[1]
+        return self._port
 
     @property
     def url(self) -> str:
