@@ -43,7 +43,7 @@ from tests.support import llama_server
 
 PROJECT = "bench"
 GRAMMAR = "root ::= [a-zA-Z0-9 ,.'-]{40,240}"
-SERVER_ARGS = ("--chat-template", "gemma", "--grammar", GRAMMAR, "--seed", "7")
+SERVER_ARGS = ("--no-jinja", "--chat-template", "gemma", "--grammar", GRAMMAR, "--seed", "7")
 
 
 class TimedServer(OpenAIBackend):
