@@ -176,13 +176,17 @@ def test_an_error_event_mid_stream_is_a_stream_cut(server, backend):
 
 
 def test_a_context_smaller_than_the_window_is_said_with_its_size(server, backend):
-    server.n_ctx = 512
+    server.n_ctx = 2000
     with pytest.raises(ContextTooSmall) as info:
-        backend.complete(CHAT, [{"role": "user", "content": "x " * 2000}])
-    assert info.value.limit == 512
-    assert str(info.value) == (f"llama.cpp's server at {server.url} holds only 512 tokens per request, fewer than "
+        backend.complete(CHAT, [{"role": "user", "content": "x " * 9000}])
+    assert info.value.limit == 2000
+    assert str(info.value) == (f"llama.cpp's server at {server.url} holds only 2,000 tokens per request, fewer than "
                                "Kelvin's window; load the model with a larger context (llama-server -c 8192; LM Studio: "
                                "Context Length) or lower num_ctx")
+    server.n_ctx = 512
+    with pytest.raises(ContextTooSmall, match="fewer than Kelvin's smallest window \\(1,024\\)") as info:
+        backend.complete(CHAT, [{"role": "user", "content": "x " * 2000}])
+    assert info.value.limit == 512
 
 
 def test_a_model_that_is_not_loaded_is_model_missing_with_the_fix():

@@ -272,3 +272,21 @@ def test_from_spec_knows_the_openai_embedder():
     e.close()
     with pytest.raises(ValueError, match="openai:<model>"):
         from_spec("openai:", "http://127.0.0.1:9")
+
+
+def test_ollamas_cpu_mode_sends_the_cpu_window_too(make_service):
+    from tests.support.ollama_server import OllamaTestServer
+
+    with OllamaTestServer() as srv:
+        svc = make_service(ollama_host=srv.host, cpu_num_ctx=3072)
+        conv = Conversation(svc.settings, svc, mode=Mode.CPU)
+        try:
+            assert conv.ask("hello").status == "complete"
+            options = [b for b in srv.requests_to("/api/chat") if b.get("messages")][-1]["options"]
+            assert options == {"num_ctx": 3072, "num_gpu": 0, "num_predict": options["num_predict"]}
+            conv.set_mode(Mode.GPU)
+            conv.ask("and on the GPU?")
+            assert [b for b in srv.requests_to("/api/chat") if b.get("messages")][-1]["options"]["num_ctx"] == 8192
+            assert "the model runs on the CPU with a 3,072-token window" in conv.ask("/mode cpu").text
+        finally:
+            conv.close()
