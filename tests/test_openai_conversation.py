@@ -80,6 +80,16 @@ def test_a_context_limit_learned_from_the_refusal_is_kept_and_the_turn_answered(
         assert conv.ask("And now?").status == "complete" and len(answers(srv)) == 3
 
 
+def test_a_context_refusal_without_its_size_tries_half_the_window(converse):
+    with OpenAITestServer(flavour="lmstudio") as srv:
+        conv = converse(srv)
+        srv.refuse_next(400, "The number of tokens to keep from the initial prompt is greater than the context length.",
+                        path="/v1/chat/completions")
+        result = conv.ask("Octane log: " + "texture cache overflow at frame 12. " * 600)
+        assert result.status == "complete" and len(answers(srv)) == 2
+        assert result.window.total <= 4096 and conv.budget_for(Mode.GPU, CHAT).num_ctx == 4096
+
+
 def test_a_context_too_small_for_any_window_answers_from_memory_and_says_why(converse):
     with OpenAITestServer(flavour="openai", n_ctx=512) as srv:
         conv = converse(srv)

@@ -10,6 +10,7 @@ request, unload it on request) it says in plain words instead of pretending.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from typing import Callable, Protocol, runtime_checkable
@@ -147,8 +148,6 @@ class ModelServer(Protocol):
 
 def complete(server: ModelServer, model: str, messages: list[dict], **kwargs) -> tuple[str, ChatChunk]:
     """The whole reply and its final chunk (carrying every tool call of the reply)."""
-    import dataclasses
-
     last, calls = ChatChunk(), []
     with server.chat(model, messages, **kwargs) as stream:
         for last in stream:

@@ -381,11 +381,12 @@ class Conversation:
             try:
                 self._converse(turn, question, recent, recalled, memories, settings, on_token, result, parts, repeats)
             except ContextTooSmall as exc:  # the server holds less than the window: pack one that fits, once
-                if parts or not 1024 <= exc.limit < turn.budget.num_ctx:
+                limit = exc.limit or turn.budget.num_ctx // 2  # it did not say how much: try half
+                if parts or not 1024 <= limit < turn.budget.num_ctx:
                     raise
-                log.info("%s takes %d tokens per request; packing %s's window to fit", self.backend.label, exc.limit,
+                log.info("%s takes %d tokens per request; packing %s's window to fit", self.backend.label, limit,
                          turn.model)
-                self._context_limit[turn.model] = exc.limit
+                self._context_limit[turn.model] = limit
                 turn = replace(turn, budget=self.budget_for(turn.mode, turn.model))
                 self._converse(turn, question, recent, recalled, memories, settings, on_token, result, parts, repeats)
         except ContextTooSmall as exc:
