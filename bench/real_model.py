@@ -46,6 +46,33 @@ GRAMMAR = "root ::= [a-zA-Z0-9 ,.'-]{40,240}"
 SERVER_ARGS = ("--no-jinja", "--chat-template", "gemma", "--grammar", GRAMMAR, "--seed", "7")
 
 
+class TimedStream:
+    """A stream as the conversation reads it, noting when its first and last pieces came."""
+
+    def __init__(self, stream, call: dict):
+        self._stream, self._call = stream, call
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        chunk = next(self._stream)
+        now = time.perf_counter()
+        if chunk.text and self._call["first"] is None:
+            self._call["first"] = now
+        self._call["last"] = now
+        return chunk
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._stream.close()
+
+
 class TimedServer(OpenAIBackend):
     """The real backend, noting when each request left and when its first and last pieces came."""
 
@@ -56,34 +83,22 @@ class TimedServer(OpenAIBackend):
     def chat(self, model, messages, **kwargs):
         call = {"sent": time.perf_counter(), "first": None, "last": None}
         self.calls.append(call)
-        stream = super().chat(model, messages, **kwargs)
-        produce = stream._produce  # noqa: SLF001 — the bench times the stream's own pieces
-
-        async def timed():
-            async for chunk in produce():
-                now = time.perf_counter()
-                if chunk.text and call["first"] is None:
-                    call["first"] = now
-                call["last"] = now
-                yield chunk
-
-        stream._produce = timed
-        return stream
+        return TimedStream(super().chat(model, messages, **kwargs), call)
 
 
 def fill(svc: MemoryService, rng: random.Random) -> None:
-    """A project whose memory can fill an 8k window: a brief, 120 past turns (long replies, a log
-    paste now and then), and today's conversation."""
-    folder = svc.store(PROJECT).folder
-    (folder / "Master_Project_Brief.md").write_text(BRIEF * 3, encoding="utf-8")
+    """A project whose memory can fill an 8k window: a brief, 120 past turns (long replies of 900–1,500
+    words, a pasted render log now and then): the eight past messages a search brings back fill
+    the memories' share of any of the windows."""
     questions = artist_questions(160, seed=3)
     t0 = c.BASE_MS
     for i, q in enumerate(questions[:120]):
         text = render_log(rng, 60) if i % 15 == 7 else q
         svc.commit(text, project=PROJECT, conversation_id="earlier", turn_id=f"p{i}", ts_ms=t0 + i * 90_000)
-        svc.commit(reply_text(rng, rng.randint(120, 380)), role="assistant", project=PROJECT, conversation_id="earlier",
+        svc.commit(reply_text(rng, rng.randint(900, 1500)), role="assistant", project=PROJECT, conversation_id="earlier",
                    turn_id=f"p{i}", ts_ms=t0 + i * 90_000 + 20_000)
     svc.flush()
+    (svc.store(PROJECT).folder / "Master_Project_Brief.md").write_text(BRIEF * 3, encoding="utf-8")
 
 
 def model_alone(url: str, messages: list[dict]) -> dict:
@@ -110,10 +125,14 @@ def model_alone(url: str, messages: list[dict]) -> dict:
 
 
 def through_kelvin(conv: Conversation, server: TimedServer, question: str) -> tuple[dict, object]:
+    before = len(server.calls)
     started = time.perf_counter()
     result = conv.ask(question)
     ended = time.perf_counter()
-    call = server.calls[-1]
+    call = server.calls[before]  # the answer's request (a summary may follow in the background)
+    background = conv._after_turn_thread  # noqa: SLF001 — let it finish: the next request would queue behind it
+    if background is not None:
+        background.join(900)
     first, last = call["first"] or call["last"] or ended, call["last"] or ended
     n = result.window.total if result.window else 0
     gen = max(0, len(result.text.split()))
