@@ -23,6 +23,7 @@ stops on its own) and the Gemma chat template.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -118,7 +119,8 @@ def model_alone(url: str, messages: list[dict]) -> dict:
                 first = time.perf_counter()
             timings = event.get("timings") or timings
             usage = event.get("usage") or usage
-    return {"prompt_tokens": usage.get("prompt_tokens"), "ttft_s": round((first or time.perf_counter()) - sent, 3),
+    return {"load1": round(os.getloadavg()[0], 2),  # the machine is shared: each sample says how busy it was
+            "prompt_tokens": usage.get("prompt_tokens"), "ttft_s": round((first or time.perf_counter()) - sent, 3),
             "prompt_tokens_per_s": round(timings.get("prompt_per_second", 0), 1),
             "prompt_ms": round(timings.get("prompt_ms", 0)),
             "generated": timings.get("predicted_n"), "generate_tokens_per_s": round(timings.get("predicted_per_second", 0), 1)}
@@ -136,7 +138,8 @@ def through_kelvin(conv: Conversation, server: TimedServer, question: str) -> tu
     first, last = call["first"] or call["last"] or ended, call["last"] or ended
     n = result.window.total if result.window else 0
     gen = max(0, len(result.text.split()))
-    return {"status": result.status, "window_estimated": n, "prompt_tokens": result.prompt_tokens,
+    return {"load1": round(os.getloadavg()[0], 2), "status": result.status, "window_estimated": n,
+            "prompt_tokens": result.prompt_tokens,
             "ttft_s": round(first - started, 3), "model_ttft_s": round(first - call["sent"], 3),
             "model_s": round(last - call["sent"], 3), "kelvin_before_s": round(call["sent"] - started, 4),
             "kelvin_after_s": round(ended - last, 4), "kelvin_s": round(call["sent"] - started + ended - last, 4),
