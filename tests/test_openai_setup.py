@@ -121,10 +121,10 @@ def test_the_window_talks_to_the_new_server_at_once(qtbot, tmp_path):
         qtbot.addWidget(w)
         w.show()
         w.attach(build_services(settings, gpu=False))
-        qtbot.waitUntil(lambda: "Ollama" in (w.ollama_label.property("full") or ""), timeout=15_000)
-        w._use_server(load({"model_server": "openai", "openai_url": srv.url, "chat_model": CHAT}))
+        qtbot.waitUntil(lambda: "Ollama" in (w.header.ollama_label.property("full") or ""), timeout=15_000)
+        w.status.use_server(load({"model_server": "openai", "openai_url": srv.url, "chat_model": CHAT}))
         qtbot.waitUntil(lambda: w.services.conversation.backend.kind == "openai", timeout=15_000)
-        qtbot.waitUntil(lambda: "llama.cpp's server" in (w.ollama_label.property("full") or ""), timeout=15_000)
+        qtbot.waitUntil(lambda: "llama.cpp's server" in (w.header.ollama_label.property("full") or ""), timeout=15_000)
         assert w.services.conversation.model == CHAT
         srv.queue_reply("Through llama.cpp now.")
         result = w.services.conversation.ask("hello?")

@@ -145,12 +145,12 @@ def test_a_streamed_turn_in_the_window(qtbot, router, tmp_path):
     w.attach(build_services(settings, gpu=False))
     try:
         qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly(), timeout=30_000)
-        qtbot.waitUntil(lambda: "llama.cpp" in (w.ollama_label.property("full") or ""), timeout=30_000)
+        qtbot.waitUntil(lambda: "llama.cpp" in (w.header.ollama_label.property("full") or ""), timeout=30_000)
         w.chat.composer.setFocus()
         qtbot.keyClicks(w.chat.composer, "The hero is too dark, what should I do?")
         qtbot.keyClick(w.chat.composer, Qt.Key.Key_Return)
-        qtbot.waitUntil(lambda: w._turn is not None, timeout=5000)
-        qtbot.waitUntil(lambda: w._turn is None and w.chat.entries[-1].status != "streaming", timeout=STEP_S * 1000)
+        qtbot.waitUntil(lambda: w.turns.turn is not None, timeout=5000)
+        qtbot.waitUntil(lambda: w.turns.turn is None and w.chat.entries[-1].status != "streaming", timeout=STEP_S * 1000)
         services = w.services
         services.memory.flush()
         reply = [m for m in services.memory.list(services.conversation.project) if m.role == "assistant"]
