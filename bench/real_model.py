@@ -65,6 +65,8 @@ class TimedStream:
         if chunk.text and self._call["first"] is None:
             self._call["first"] = now
         self._call["last"] = now
+        if chunk.done:
+            self._call["cached"] = chunk.cached_tokens
         return chunk
 
     def __enter__(self):
@@ -82,7 +84,7 @@ class TimedServer(OpenAIBackend):
         self.calls: list[dict] = []
 
     def chat(self, model, messages, **kwargs):
-        call = {"sent": time.perf_counter(), "first": None, "last": None}
+        call = {"sent": time.perf_counter(), "first": None, "last": None, "cached": None}
         self.calls.append(call)
         return TimedStream(super().chat(model, messages, **kwargs), call)
 
@@ -139,7 +141,7 @@ def through_kelvin(conv: Conversation, server: TimedServer, question: str) -> tu
     n = result.window.total if result.window else 0
     gen = max(0, len(result.text.split()))
     return {"load1": round(os.getloadavg()[0], 2), "status": result.status, "window_estimated": n,
-            "prompt_tokens": result.prompt_tokens,
+            "prompt_tokens": result.prompt_tokens, "cached_tokens": call["cached"],
             "ttft_s": round(first - started, 3), "model_ttft_s": round(first - call["sent"], 3),
             "model_s": round(last - call["sent"], 3), "kelvin_before_s": round(call["sent"] - started, 4),
             "kelvin_after_s": round(ended - last, 4), "kelvin_s": round(call["sent"] - started + ended - last, 4),

@@ -71,7 +71,7 @@ def test_chat_streams_the_reply_in_order_and_ends_with_the_servers_token_counts(
     assert stream.text == REPLY
     final = chunks[-1]
     assert final.done and final.done_reason == "stop" and final.eval_count == len(words)
-    assert final.prompt_eval_count == len(USER[0]["content"]) // 4 + 4
+    assert final.prompt_eval_count == len(USER[0]["content"]) // 4 + 4 and final.cached_tokens == 0
     body = server.requests_to("/v1/chat/completions")[-1]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["max_tokens"] == 200 and body["messages"] == USER and body["model"] == CHAT

@@ -34,6 +34,7 @@ class ChatChunk:
     done_reason: str | None = None
     prompt_eval_count: int | None = None  # the server's own count of the prompt's tokens
     eval_count: int | None = None
+    cached_tokens: int | None = None  # of the prompt, how many the server reused from its cache (None: not said)
 
 
 @dataclass(frozen=True)

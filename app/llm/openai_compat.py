@@ -196,7 +196,8 @@ class OpenAIBackend:
         reader.finish = reader.finish or "stop"
         end = reader.end()
         return ChatChunk(text=reader.text, tool_calls=end.tool_calls, done=True, done_reason=end.done_reason,
-                         prompt_eval_count=end.prompt_eval_count, eval_count=end.eval_count)
+                         prompt_eval_count=end.prompt_eval_count, eval_count=end.eval_count,
+                         cached_tokens=end.cached_tokens)
 
     def complete(self, model: str, messages: list[dict], **kwargs) -> tuple[str, ChatChunk]:
         return complete(self, model, messages, **kwargs)

@@ -113,9 +113,10 @@ class Reader:
         calls = tuple(ToolCall(c["name"], _arguments(c["arguments"])) for _, c in sorted(self._calls.items())
                       if c["name"])
         reason = {"tool_calls": "stop", None: "stop"}.get(self.finish, self.finish)
+        cached = (self.usage.get("prompt_tokens_details") or {}).get("cached_tokens")
         return ChatChunk(tool_calls=calls, done=True, done_reason=reason,
                          prompt_eval_count=self.usage.get("prompt_tokens"),
-                         eval_count=self.usage.get("completion_tokens"))
+                         eval_count=self.usage.get("completion_tokens"), cached_tokens=cached)
 
 
 _NOT_LOADED = re.compile(r"not loaded|no models? (?:is |are )?loaded|not running|failed to load|model.*unloaded", re.I)

@@ -248,7 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
         if limit and 0 < limit < len(pieces):
             pieces, finish = pieces[:limit], "length"
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(pieces),
-                 "total_tokens": prompt_tokens + len(pieces)}
+                 "total_tokens": prompt_tokens + len(pieces), "prompt_tokens_details": {"cached_tokens": 0}}
         base = {"id": "chatcmpl-test", "created": int(time.time()), "model": name}
         calls = [{"index": i, "id": f"call_{i}", "type": "function",
                   "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments") or {})}}
