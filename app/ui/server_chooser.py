@@ -27,7 +27,7 @@ class ServerChooser(QWidget):
         self.kind.setToolTip("The program that runs Kelvin's model on this computer (or on a studio server)")
         self.address = QLineEdit(objectName="serverAddress")
         self.use = QPushButton("Use", objectName="serverUse", clicked=self._use)
-        self.use.setToolTip("Save it in kelvin.toml and talk to it from now on")
+        self.use.setToolTip("Keep this choice (also for the next start) and talk to it from now on")
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 4, 0, 0)
         row.addWidget(self.kind)
