@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import tomllib
@@ -16,11 +17,12 @@ from pathlib import Path
 
 import platformdirs
 
-from app.durable import write_atomically
+from app.durable import read_regular, write_atomically
 
 log = logging.getLogger("kelvin.config")
 
 SCHEMA_VERSION = 1
+MAX_CONFIG_BYTES = 1 << 20  # kelvin.toml holds a few settings
 APP_NAME = "kelvin"
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,8 +31,10 @@ class ConfigError(ValueError):
     """The settings file or an override is invalid; the message says which and why."""
 
 
-def _opt(default, description: str, *env: str):
-    return field(default=default, metadata={"description": description, "env": env})
+def _opt(default, description: str, *env: str, low: float | None = None, high: float | None = None):
+    """One setting: its default, what it does, the environment variables that set it, and (numbers)
+    the range it must be in — checked when the settings are loaded, whatever set them."""
+    return field(default=default, metadata={"description": description, "env": env, "low": low, "high": high})
 
 
 @dataclass(frozen=True)
@@ -60,25 +64,27 @@ class Config:
     extract_model: str = _opt("", "Optional small Ollama model that reads each turn in the background for render "
                               "settings the rules missed (e.g. 'llama3.2:3b'); empty: rules only.",
                               "KELVIN_EXTRACT_MODEL")
-    num_ctx: int = _opt(8192, "Context window in tokens sent to the model each turn.", "KELVIN_NUM_CTX")
+    num_ctx: int = _opt(8192, "Context window in tokens sent to the model each turn (1024–1,048,576).", "KELVIN_NUM_CTX",
+                        low=1024, high=1_048_576)
     cpu_num_ctx: int = _opt(2048, "Context window in tokens in CPU mode, where a model reads its prompt ten or more "
                             "times slower than on a GPU (docs/benchmarks.md §20): smaller, so the first word comes in "
-                            "seconds.", "KELVIN_CPU_NUM_CTX")
+                            "seconds.", "KELVIN_CPU_NUM_CTX", low=1024, high=1_048_576)
     index_uri: str = _opt("", "Where the LanceDB index lives. Empty: <data>/<project>/memory.lance. A template "
                           "with {project}, e.g. 's3://studio-bucket/kelvin/{project}.lance', shares it.",
                           "KELVIN_INDEX_URI")
-    ollama_timeout_s: float = _opt(30.0, "Seconds to wait for Ollama before giving up on a request.",
-                                   "KELVIN_OLLAMA_TIMEOUT")
+    ollama_timeout_s: float = _opt(30.0, "Seconds to wait for Ollama before giving up on a request (0.1–3600).",
+                                   "KELVIN_OLLAMA_TIMEOUT", low=0.1, high=3600)
     vram_guard: bool = _opt(True, "Watch the GPU (NVIDIA, through NVML) and move Kelvin off it when a render needs "
                             "the VRAM.", "KELVIN_VRAM_GUARD")
     gpu_interval_ms: int = _opt(500, "How often the VRAM guard reads the GPU, in milliseconds (250–2000).",
-                                "KELVIN_GPU_INTERVAL_MS")
+                                "KELVIN_GPU_INTERVAL_MS", low=250, high=2000)
     vram_margin_mb: int = _opt(1024, "VRAM (MB) kept free for others on top of what Kelvin's models take; less free "
-                               "than that for others and Kelvin leaves the GPU.", "KELVIN_VRAM_MARGIN_MB")
+                               "than that for others and Kelvin leaves the GPU.", "KELVIN_VRAM_MARGIN_MB", low=0,
+                               high=1_048_576)
     vram_reserve_mb: int = _opt(0, "A fixed amount of free VRAM (MB) below which Kelvin leaves the GPU; 0: the size "
-                                "of Kelvin's models plus the margin.", "KELVIN_VRAM_RESERVE_MB")
+                                "of Kelvin's models plus the margin.", "KELVIN_VRAM_RESERVE_MB", low=0, high=1_048_576)
     vram_hold_s: float = _opt(20.0, "Seconds the GPU must stay free after a render before Kelvin goes back to it.",
-                              "KELVIN_VRAM_HOLD_S")
+                              "KELVIN_VRAM_HOLD_S", low=0, high=86_400)
     yield_mode: str = _opt("cpu", "How Kelvin answers while a render has the GPU: 'cpu' (the same model on the CPU) "
                            "or 'recall' (answers quoted from memory).", "KELVIN_YIELD_MODE")
     preload_after_render: bool = _opt(False, "Load the chat model back onto the GPU as soon as a render ends, "
@@ -91,8 +97,14 @@ class Config:
     usd_python: str = _opt("", "The Python that has Pixar's USD module (pip install usd-core) that reads .usd, .usda "
                            "and .usdc files for 'kelvin scene'; empty: this Python if it has it.", "KELVIN_USD_PYTHON")
     lock_wait_s: float = _opt(60.0, "Seconds a write waits while another Kelvin process (the window, a command, the "
-                              "Blender add-on) writes the same project, before it gives up and says who is writing.",
-                              "KELVIN_LOCK_WAIT_S")
+                              "Blender add-on) writes the same project, before it gives up and says who is writing "
+                              "(0–3600).", "KELVIN_LOCK_WAIT_S", low=0, high=3600)
+    team_server: str = _opt("", "The studio's PostgreSQL for shared projects: a libpq connection string "
+                            "('host=db.studio dbname=kelvin user=mia sslmode=verify-full') or a service name from "
+                            "pg_service.conf. No password here: ~/.pgpass, the service file or PGPASSWORD keep it. "
+                            "Empty: every project stays on this machine.", "KELVIN_TEAM_SERVER")
+    artist: str = _opt("", "Your name as the team sees it beside what you say and decide in a shared project; "
+                       "empty: your login name.", "KELVIN_ARTIST")
     schema_version: int = _opt(SCHEMA_VERSION, "Version of this settings layout (for migrations).")
 
     # ---- derived -------------------------------------------------------------------------------
@@ -100,6 +112,16 @@ class Config:
     def model_host(self) -> str:
         """The address of the model server in use."""
         return self.openai_url if self.model_server == "openai" else self.ollama_host
+    def artist_name(self) -> str:
+        """Who this artist is to the team (the setting, else the login name)."""
+        if self.artist.strip():
+            return self.artist.strip()[:80]
+        import getpass
+
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):
+            return "artist"
 
     def data_path(self) -> Path:
         if self.data_dir:
@@ -132,23 +154,58 @@ def config_file() -> Path:
     return config_dir() / "kelvin.toml"
 
 
+MAX_TEXT_SETTING = 4096  # a path, a host, a model name
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def _coerce(name: str, value: object, kind: type) -> object:
+    """A setting's value as its kind, or ConfigError in one sentence (never an OverflowError: a huge
+    number from the file, ``1e400``, is said to be out of range)."""
     if kind is bool:
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
             return value.strip().lower() in ("1", "true", "yes", "on")
-        raise ConfigError(f"setting {name!r} must be true or false (got {value!r})")
-    try:
-        if kind is int and not isinstance(value, bool):
-            return int(value)  # type: ignore[arg-type]
-        if kind is float and not isinstance(value, bool):
-            return float(value)  # type: ignore[arg-type]
-        if kind is str and isinstance(value, str):
-            return value
-    except (TypeError, ValueError):
-        pass
-    raise ConfigError(f"setting {name!r} must be a {kind.__name__} (got {value!r})")
+        raise ConfigError(f"setting {name!r} must be true or false (got {_shown(value)})")
+    if kind is str:
+        if isinstance(value, str) and len(value) <= MAX_TEXT_SETTING and "\x00" not in value:
+            try:
+                value.encode("utf-8")
+                return value
+            except UnicodeEncodeError:
+                pass
+        raise ConfigError(f"setting {name!r} must be a text of at most {MAX_TEXT_SETTING} characters (got {_shown(value)})")
+    number: float | int | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and len(value) <= 40:
+        try:
+            number = int(value.strip()) if kind is int and value.strip().lstrip("+-").isdigit() else float(value)
+        except ValueError:
+            number = None
+    if number is None or (isinstance(number, float) and not math.isfinite(number)):
+        raise ConfigError(f"setting {name!r} must be a{' whole' if kind is int else ''} number (got {_shown(value)})")
+    if kind is int:
+        if isinstance(number, float) and not number.is_integer():
+            raise ConfigError(f"setting {name!r} must be a whole number (got {_shown(value)})")
+        return int(number)
+    return float(number)
+
+
+def _in_range(name: str, value: object) -> None:
+    meta = next(f.metadata for f in fields(Config) if f.name == name)
+    low, high = meta.get("low"), meta.get("high")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+            (low is not None and value < low or high is not None and value > high):
+        raise ConfigError(f"setting {name!r} must be between {_num(low)} and {_num(high)} (got {_num(value)})")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
 def _migrate(data: dict) -> dict:
@@ -167,9 +224,11 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Config:
     path = config_file()
     if path.is_file():
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_regular(path, MAX_CONFIG_BYTES).decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        except (OSError, RecursionError) as exc:
+            raise ConfigError(f"{path} cannot be read: {exc}") from None
         for key, value in _migrate(data).items():
             if key not in types:
                 log.warning("%s: unknown setting %r ignored", path, key)
@@ -183,9 +242,9 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Config:
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key] = _coerce(key, value, types[key])
+    for key, value in values.items():  # every number in its range, whoever set it (file, environment, flag)
+        _in_range(key, value)
     settings = replace(Config(), **values)
-    if settings.num_ctx < 1024 or settings.cpu_num_ctx < 1024:
-        raise ConfigError("num_ctx and cpu_num_ctx must be at least 1024 tokens")
     if settings.model_server not in ("ollama", "openai"):
         raise ConfigError(f"model_server must be 'ollama' or 'openai' (any OpenAI-compatible server: LM Studio, "
                           f"llama.cpp, Jan, vLLM), not {settings.model_server!r}")
@@ -197,15 +256,12 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Config:
         raise ConfigError(f"mode must be gpu, cpu or recall (got {settings.mode!r})")
     if settings.yield_mode not in ("cpu", "recall"):
         raise ConfigError(f"yield_mode must be cpu or recall (got {settings.yield_mode!r})")
-    if not 250 <= settings.gpu_interval_ms <= 2000:
-        raise ConfigError(f"gpu_interval_ms must be between 250 and 2000 (got {settings.gpu_interval_ms})")
-    if settings.vram_margin_mb < 0 or settings.vram_reserve_mb < 0 or settings.vram_hold_s < 0:
-        raise ConfigError("vram_margin_mb, vram_reserve_mb and vram_hold_s cannot be negative")
-    if not 0 <= settings.lock_wait_s <= 3600:
-        raise ConfigError(f"lock_wait_s must be between 0 and 3600 seconds (got {settings.lock_wait_s})")
     if settings.index_uri and "{project}" not in settings.index_uri:
         raise ConfigError(f"index_uri must hold {{project}} so that each project has its own index, e.g. "
                             f"'s3://studio/kelvin/{{project}}.lance' (got {settings.index_uri!r})")
+    if re.search(r"password\s*=|postgres(?:ql)?://[^/@\s]*:[^/@\s]*@", settings.team_server, re.IGNORECASE):
+        raise ConfigError("team_server holds a password; keep it in ~/.pgpass (or the pg_service.conf service file, or "
+                          "PGPASSWORD) and give team_server without it, e.g. 'host=db.studio dbname=kelvin user=mia'")
     if settings.index_uri:
         try:
             settings.index_uri.format(project="p")
@@ -239,6 +295,7 @@ def save_setting(name: str, value: object) -> Path:
     if name not in types or name == "schema_version":
         raise ConfigError(f"there is no setting {name!r}")
     value = _coerce(name, value, types[name])
+    _in_range(name, value)
     path = config_file()
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     try:

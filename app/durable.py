@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -45,6 +46,98 @@ def refuse_links(path: Path, root: Path | None = None) -> None:
     for p in parts:
         if p.is_symlink():
             raise UnsafePath(p)
+
+
+class NotRegularFile(OSError):
+    """A path in the data folder that is not a regular file (a FIFO, a device, a socket, a link):
+    Kelvin neither reads nor writes it (opening a FIFO would wait for ever; a device has no end)."""
+
+    def __init__(self, path: Path, what: str):
+        super().__init__(errno.EINVAL, f"{path} is {what}, not a regular file; Kelvin reads and writes only regular "
+                                       "files in its data folder (remove it, or move it out of the data folder)")
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def _kind(mode: int) -> str:
+    for test, what in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def check_regular(path: Path) -> bool:
+    """True if ``path`` is a regular file, False if there is nothing there; :class:`NotRegularFile` for
+    anything else (a link is not followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(path, _kind(mode))
+    return True
+
+
+def open_regular(path: Path):
+    """``path`` opened for reading in binary, only if it is a regular file: never through a link, and a
+    FIFO is opened without waiting for a writer and then refused. Raises FileNotFoundError if absent."""
+    if not _NOFOLLOW and path.is_symlink():  # Windows: no O_NOFOLLOW; check first
+        raise UnsafePath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _BINARY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(path) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(path, _kind(mode))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A small file of the data folder, whole (at most ``limit`` bytes: beyond, :class:`TooLarge`)."""
+    with open_regular(path) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(path, limit)
+    return data
+
+
+class TooLarge(OSError):
+    """A file larger than Kelvin reads for its kind (a settings file of gigabytes is not a settings file)."""
+
+    def __init__(self, path: Path, limit: int):
+        size = f"{limit / 2**20:,.0f} MB" if limit >= 2**20 else f"{limit / 1024:,.0f} kB"
+        super().__init__(errno.EFBIG, f"{path} is larger than {size}, more than a file of its kind "
+                                      "holds; Kelvin did not read it (is it the right file?)")
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def refuse_links_within(folder: Path) -> None:
+    """Raise :class:`UnsafePath` if ``folder`` or anything inside it, at any depth, is a symbolic link
+    (a folder another library writes into as it pleases: LanceDB's tables, versions and data files).
+    Links are not followed on the way down."""
+    refuse_links(folder)
+    if not folder.is_dir():
+        return
+    for parent, dirs, files in os.walk(folder, followlinks=False):
+        for name in (*dirs, *files):
+            if os.path.islink(os.path.join(parent, name)):
+                raise UnsafePath(Path(parent) / name)
 
 
 def _open_fd(path: Path, flags: int, mode: int = 0o644) -> int:

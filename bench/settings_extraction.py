@@ -5,10 +5,13 @@ messages, each message with the settings it states and their status, each sessio
 expected current values at its end), run the real extractor in order, with the conversation
 context it carries, exactly as the settings ledger does, and report:
 
-* **mentions**: precision / recall / F1 of (engine, parameter, value, status), overall, for
-  applied settings only (the targets: precision ≥ 0.95, recall ≥ 0.85), per status, per engine;
-* **ledger**: precision / recall of the final current values of each session, after the
-  extracted mentions went through the real ledger rules;
+* **mentions**: precision / recall / F1 of (engine, parameter, value, status, scope), overall, per
+  status (applied, proposed, rejected), per engine;
+* **current values** (issue 30): precision / recall of the ledger's current values after each
+  session against its "final" row, per (engine, parameter, scope) — a value the ledger holds *to
+  confirm* is not counted as current — and how many current values the session's labels only ever
+  rejected or proposed (**turned down or floated, shown as current**: the target is 0). Scopes and
+  how they match: ``bench/ledger_scoring.py``;
 * **speed**: time to tag one message (the rule tagger + the settings extraction), p50/p95, against
   the tagger alone in the same run (a ratio), and on a 20k-character paste;
 * **by file**: applied precision / recall and final ledger values for each labelled file, so a set
@@ -32,55 +35,27 @@ import statistics
 import sys
 import time
 from collections import Counter
+from dataclasses import fields
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import common as c  # noqa: E402
+from ledger_scoring import SessionScore, file_is_scoped, matches, mention_key, norm_value, scope_name, score  # noqa: E402
 
 from app.core.extraction import Context  # noqa: E402
 from app.core.ledger import Entry, Ledger  # noqa: E402
-from app.core.parameters import same_value  # noqa: E402
 from app.services.memory import load_extractor, load_tagger, load_taxonomy  # noqa: E402
 
 DATA = ROOT / "bench" / "data"  # every settings_labelled*.jsonl in it
 
 
-def norm_value(v):
-    if isinstance(v, list):
-        return tuple(v)
-    if isinstance(v, str):
-        return v.strip().lower().replace(" ", "_") if not any(ch.isdigit() for ch in v) else v.strip().lower()
-    return v
-
-
-def key(m: dict, with_status: bool = True) -> tuple:
-    return (m.get("engine") or "", m["parameter"], norm_value(m.get("value")),
-            m["status"] if with_status else "")
-
-
-def matches(a: tuple, b: tuple) -> bool:
-    return a[0] == b[0] and a[1] == b[1] and a[3] == b[3] and (
-        (a[2] is None and b[2] is None) or (a[2] is not None and b[2] is not None and same_value(a[2], b[2])))
-
-
-def score(pairs: list[tuple[list[tuple], list[tuple]]]) -> dict:
-    tp = fp = fn = 0
-    for got, want in pairs:
-        left = list(want)
-        for g in got:
-            hit = next((w for w in left if matches(g, w)), None)
-            if hit is not None:
-                left.remove(hit)
-                tp += 1
-            else:
-                fp += 1
-        fn += len(left)
-    p = tp / (tp + fp) if tp + fp else 1.0
-    r = tp / (tp + fn) if tp + fn else 1.0
-    return {"tp": tp, "fp": fp, "fn": fn, "precision": round(p, 4), "recall": round(r, 4),
-            "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0}
+def to_entry(m, i: int, n: int) -> Entry:
+    """A mention as the ledger takes it: every field the two share (scope, and whether it is sure,
+    come along once the mention carries them)."""
+    shared = {f.name for f in fields(Entry)} & {f.name for f in fields(m)}
+    return Entry(id=f"{i}.{n}", ts_ms=i, order=i, **{k: getattr(m, k) for k in shared})
 
 
 def load(path: Path) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
@@ -141,27 +116,32 @@ class ModelPass:
         self.backend.close()
 
 
-def run(extractor, sessions, finals, model_pass: ModelPass | None = None):
-    pairs, per_status, per_engine, errors = [], {}, {}, []
-    ledger_pairs = []
-    per_file: dict[str, dict[str, list]] = {}  # file → applied mention pairs and final ledger pairs
+def run(extractor, sessions, finals, model_pass: ModelPass | None = None, read_status=None):
+    """Every session through the extractor and the ledger, in order. ``read_status`` (the status
+    model under cross-validation, ``train_status.py``) replaces how the statuses are read."""
+    total, per_engine, errors = SessionScore(), {}, []
+    per_file: dict[str, SessionScore] = {}
     candidates = 0
     for sid, rows in sessions.items():
-        mine = per_file.setdefault(sid.split("/")[0], {"applied": [], "ledger": [], "messages": []})
-        mine["messages"].append(len(rows))
+        name = sid.split("/")[0]
+        mine = per_file.setdefault(name, SessionScore())
+        scoped = file_is_scoped(rows, finals.get(sid, []))
         ctx = Context()
         ledger = Ledger()
+        labels: list[tuple] = []
         for i, row in enumerate(rows):
             got, ctx = extractor.extract(row["text"], row["role"], ctx)
+            if read_status is not None:
+                got = read_status(row["text"], row["role"], got)
             if model_pass is not None:
                 got = got + model_pass(row["text"], row["role"], extractor.cat, ctx.engine, got)
             candidates += sum(m.candidate for m in got)
-            got_keys = [key(m.to_json()) for m in got if not m.candidate]
-            want_keys = [key(m) for m in row.get("expected", [])]
-            pairs.append((got_keys, want_keys))
-            mine["applied"].append(([k for k in got_keys if k[3] == "applied"], [k for k in want_keys if k[3] == "applied"]))
-            for st in ("applied", "proposed", "rejected"):
-                per_status.setdefault(st, []).append(([k for k in got_keys if k[3] == st], [k for k in want_keys if k[3] == st]))
+            got_keys = [mention_key({**m.to_json(), "scope": getattr(m, "scope", "")}, with_scope=scoped)
+                        for m in got if not m.candidate]
+            want_keys = [mention_key(m, with_scope=scoped) for m in row.get("expected", [])]
+            labels += want_keys
+            for acc in (total, mine):
+                acc.message(got_keys, want_keys)
             for eng in {k[0] for k in got_keys + want_keys}:
                 per_engine.setdefault(eng or "any", []).append(([k for k in got_keys if k[0] == eng],
                                                                  [k for k in want_keys if k[0] == eng]))
@@ -171,24 +151,34 @@ def run(extractor, sessions, finals, model_pass: ModelPass | None = None):
                 errors.append({"session": sid, "role": row["role"], "text": row["text"],
                                "missed": [list(m) for m in missed], "spurious": [list(s) for s in spurious]})
             for n, m in enumerate(got):
-                ledger.add(Entry(id=f"{i}.{n}", engine=m.engine, parameter=m.parameter, value=m.value, unit=m.unit,
-                                 status=m.status, ts_ms=i, order=i, candidate=m.candidate))
-        have = [(cur.entry.engine, cur.entry.parameter, norm_value(cur.entry.value), "")
-                for cur in ledger.currents()]
-        want = [key({**f, "status": ""}) for f in finals.get(sid, [])]
-        ledger_pairs.append((have, want))
-        mine["ledger"].append((have, want))
-        if any(not any(matches(h, w) for h in have) for w in want) or any(not any(matches(h, w) for w in want) for h in have):
-            errors.append({"session": sid, "ledger_final": {"have": [list(h) for h in have], "want": [list(w) for w in want]}})
-    by_file = {name: {"messages": sum(p["messages"]),
-                      "applied": {k: score(p["applied"])[k] for k in ("precision", "recall")},
-                      "ledger_final_values": {k: score(p["ledger"])[k] for k in ("precision", "recall")}}
-               for name, p in sorted(per_file.items())}
+                ledger.add(to_entry(m, i, n))
+        currents = ledger.currents()
+        asserted = [cur for cur in currents  # (a value to confirm, or only in a file, is not asserted)
+                    if not getattr(cur, "unsure", False) and getattr(cur, "decision", True) is not None]
+        have = [(cur.entry.engine, cur.entry.parameter, norm_value(cur.entry.value), "",
+                 scope_name(getattr(cur.entry, "scope", "")) if scoped else "") for cur in asserted]
+        unsure = sum(bool(getattr(cur, "unsure", False)) for cur in currents)
+        want = [mention_key({**f, "status": ""}, with_scope=scoped) for f in finals.get(sid, [])]
+        for acc in (total, mine):
+            wrong = acc.session(have, unsure, want, labels)
+        if any(not any(matches(h, w) for h in have) for w in want) or wrong:
+            errors.append({"session": sid, "ledger_final": {"have": [list(h) for h in have], "want": [list(w) for w in want],
+                                                            "wrong": wrong}})
+    by_file = {}
+    for name, acc in sorted(per_file.items()):
+        s = acc.summary()
+        by_file[name] = {"applied": {k: s["by_status"]["applied"][k] for k in ("precision", "recall")},
+                         "ledger_final_values": {k: s["current_values"][k] for k in ("precision", "recall")},
+                         **acc.short()}
+    s = total.summary()
     return {
-        "mentions_all": score(pairs),
-        "mentions_by_status": {st: score(p) for st, p in per_status.items()},
+        "mentions_all": s["mentions_all"],
+        "mentions_by_status": s["by_status"],
         "mentions_by_engine": {e: score(p) for e, p in sorted(per_engine.items())},
-        "ledger_final_values": score(ledger_pairs),
+        "ledger_final_values": {k: v for k, v in s["current_values"].items() if k != "to_confirm"},
+        "current_values": s["current_values"],
+        "turned_down_or_floated_shown_as_current": s["turned_down_or_floated_shown_as_current"],
+        "wrong_current": s["wrong_current"],
         "candidates_kept": candidates,
     }, errors, by_file
 
@@ -228,6 +218,8 @@ def timing(extractor, tagger, texts: list[str], reps: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--rules-only", action="store_true", help="statuses by the rules alone (no status model)")
+    ap.add_argument("--without", default="", help="labelled sets to leave out, by name: o,p,q")
     ap.add_argument("--reps", type=int, default=20, help="timing passes over every message (0: quality only)")
     ap.add_argument("--model", default="", help="also run the optional model pass with this Ollama model")
     ap.add_argument("--host", default=os.environ.get("KELVIN_OLLAMA_HOST", "http://127.0.0.1:11434"),
@@ -236,7 +228,11 @@ def main() -> None:
     args = ap.parse_args()
     taxonomy = load_taxonomy()
     extractor, tagger = load_extractor(taxonomy), load_tagger(taxonomy)
+    if args.rules_only:
+        extractor.status_model = None
     sessions, finals = load(args.data)
+    left_out = {x.strip() for x in args.without.split(",") if x.strip()}
+    sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in left_out}
     rows = [r for rs in sessions.values() for r in rs]
     model_pass = ModelPass(args.host, args.model, args.cpu) if args.model else None
     try:
@@ -252,6 +248,9 @@ def main() -> None:
                  "messages_with_settings": sum(bool(r.get("expected")) for r in rows),
                  "labelled_mentions": dict(Counter(m["status"] for r in rows for m in r.get("expected", []))),
                  "parameters_in_taxonomy": len(extractor.cat.specs)},
+        "status_model": None if extractor.status_model is None else {
+            "sure": extractor.status_model.sure, "doubt": extractor.status_model.doubt,
+            "features": len(extractor.status_model.weights)},
         "quality": quality,
         "model_pass": model_pass.stats if model_pass else None,
         "by_file": by_file,

@@ -13,7 +13,9 @@ _ENV_VARS = ("KELVIN_DATA_DIR", "KELVIN_PROJECT", "KELVIN_OLLAMA_HOST", "OLLAMA_
              "KELVIN_MODE", "KELVIN_VRAM_GUARD", "KELVIN_GPU_INTERVAL_MS", "KELVIN_VRAM_MARGIN_MB", "KELVIN_VRAM_RESERVE_MB",
              "KELVIN_VRAM_HOLD_S", "KELVIN_YIELD_MODE", "KELVIN_PRELOAD_AFTER_RENDER", "KELVIN_RENDERER_PROCESSES",
              "KELVIN_USD_PYTHON", "KELVIN_LOCK_WAIT_S", "KELVIN_MODEL_SERVER", "KELVIN_OPENAI_URL",
-             "KELVIN_OPENAI_API_KEY", "KELVIN_CPU_NUM_CTX")
+             "KELVIN_OPENAI_API_KEY", "KELVIN_CPU_NUM_CTX",
+             "KELVIN_TEAM_SERVER", "KELVIN_ARTIST", "PGHOST", "PGPORT", "PGUSER", "PGDATABASE", "PGPASSWORD",
+             "PGSERVICE", "PGSERVICEFILE", "PGPASSFILE", "PGSSLMODE")
 
 
 @pytest.fixture(autouse=True)
@@ -94,3 +96,19 @@ def make_service(tmp_path):
 @pytest.fixture
 def service(make_service):
     return make_service()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One throwaway PostgreSQL 15 cluster for the whole run (tests/support/postgres.py); each
+    test that uses it makes its own database. Skipped where PostgreSQL is not installed."""
+    from tests.support.postgres import Cluster, available
+
+    why = available()
+    if why:
+        pytest.skip(why)
+    cluster = Cluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.remove()

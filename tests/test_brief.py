@@ -18,7 +18,7 @@ import pytest
 from app.core import brief as plan_
 from app.core.commands import Mode
 from app.core.records import Message, Tags
-from app.services.brief import ARCHIVE_FILE, BRIEF_FILE, BriefBuilder, BriefCancelled, BriefFailed
+from app.services.brief import ARCHIVE_FILE, BRIEF_FILE, BriefBuilder, BriefCancelled, BriefFailed, NothingNew
 from app.services.conversation import Conversation
 from tests.support.ollama_server import OllamaTestServer
 
@@ -71,6 +71,13 @@ def table_rows(text: str) -> list[list[str]]:
     part = text.split(f"## {plan_.SETTINGS_TITLE}")[1].split("\n## ")[0]
     return [[c.strip() for c in line.strip("|").split("|")] for line in part.splitlines()
             if line.startswith("| ") and not line.startswith("| Setting")]
+
+
+def say_more(conv) -> None:
+    """A message after the last brief: a brief with nothing said since writes nothing."""
+    conv.memory.commit("One more thing: the client liked the morning fog.", project=conv.project,
+                       conversation_id=conv.conversation_id)
+    conv.memory.flush()
 
 
 def brief_calls(server) -> list[dict]:
@@ -130,11 +137,20 @@ def test_a_seeded_day_gives_a_brief_whose_settings_are_the_ledger_and_the_archiv
         assert len(calls) == 4 and "Settings in force" in calls[-1]["messages"][1]["content"]
         assert "Set the GI clamp to 25" in calls[2]["messages"][1]["content"]  # optimization's chunk holds its messages
         assert result.flagged == ["37"] and "37 ⚠ minutes" in text and "## Numbers to check" in text
-        # archived, dated; a second run the same day covers the same messages and adds an entry
+        # archived, dated; with nothing said since, a second run writes nothing (issue 31: the README said
+        # so, and it wrote a new brief each time)
         assert len(builder.archive()) == 1 and builder.archive()[0][0].startswith("Brief of ")
+        for _ in range(3):
+            with pytest.raises(NothingNew, match="nothing new since the last brief"):
+                builder.build()
+        assert len(builder.archive()) == 1 and len(brief_calls(srv)) == 4
+        # once something is said, a second run the same day covers the whole day again and adds an entry
+        conv.memory.commit("One more thing: the client liked the morning fog.", project=conv.project,
+                           conversation_id=conv.conversation_id)
+        conv.memory.flush()
         queue_day(srv)
         again = builder.build()
-        assert again.messages == len(DAY) and len(builder.archive()) == 2
+        assert again.messages == len(DAY) + 1 and len(builder.archive()) == 2
         archive = (conv.memory.store().folder / ARCHIVE_FILE).read_text(encoding="utf-8")
         assert archive.count("## Brief of ") == 2 and archive.count("### Current settings") == 2
         # kept as a priority memory (the latest only; the archive has them all)
@@ -148,6 +164,7 @@ def test_a_cancel_or_a_vanished_ollama_mid_run_leaves_the_old_brief_and_archive_
         builder = BriefBuilder(conv)
         queue_day(srv)
         builder.build()
+        say_more(conv)
         folder = conv.memory.store().folder
         before = {n: (folder / n).read_bytes() for n in (BRIEF_FILE, ARCHIVE_FILE, "brief.json")}
         cancel = threading.Event()
@@ -187,6 +204,11 @@ def test_a_killed_brief_process_leaves_the_old_brief_whole(tmp_path):
         assert out["sections"]["Current settings"] and "[4/4] Done" in first.stderr
         folder = Path(out["path"]).parent
         before = {n: (folder / n).read_bytes() for n in (BRIEF_FILE, ARCHIVE_FILE)}
+        more = tmp_path / "more.jsonl"  # something said since, so that the next brief has work to do
+        more.write_text(json.dumps({"id": "d-more", "text": "One more thing: the client liked the morning fog.",
+                                    "conversation_id": "today"}) + "\n", encoding="utf-8")
+        subprocess.run([sys.executable, "-m", "app", "memory", "import", str(more)], cwd=ROOT, env=env, check=True,
+                       capture_output=True)
         for d in range(3):
             srv.queue_reply(MAP_REPLY.format(d=d))
         srv.queue_reply(REDUCE_REPLY + " and more" * 400)  # a long last answer: killed while it streams
@@ -228,6 +250,7 @@ def test_in_recall_mode_the_brief_waits_for_the_render_and_then_runs_on_the_cpu(
         assert outcome["r"].mode == "cpu"
         assert all(b["options"].get("num_gpu") == 0 for b in brief_calls(srv))
         # chosen by the artist, recall mode is a plain refusal, not a wait
+        say_more(conv)
         conv.set_mode(Mode.RECALL, reason="the artist")
         with pytest.raises(BriefFailed, match="recall mode"):
             builder.build()

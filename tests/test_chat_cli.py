@@ -51,12 +51,14 @@ def test_once_cannot_answer_in_the_requested_mode_without_ollama(tmp_path):
 def test_interactive_chat_with_commands(server):
     server.queue_reply("Try the studio HDRI.")
     script = "\n".join(["/mode cpu", "What HDRI for the bottle?", "/remember the bottle is amber glass #fact",
-                        "/memories", "/project Forest", "/projects", "/bogus", "/quit"]) + "\n"
+                        "/memories", "/project Forrest", "/project new Forest", "/projects", "/bogus", "/quit"]) + "\n"
     out = kelvin("chat", input=script)
     assert "Mode: cpu" in out.stdout and "Try the studio HDRI." in out.stdout
     assert "Kept (fact): the bottle is amber glass" in out.stdout
     assert "unknown command /bogus" in out.stdout
     assert "* Forest" in out.stdout and "  default" in out.stdout
+    # a name that is no project is never made one by mistake: said, with the nearest, and the way to make it
+    assert "there is no project 'Forrest' (/project new Forrest makes it)" in out.stdout
     body = [b for b in server.requests_to("/api/chat") if b.get("messages")][-1]
     assert body["options"]["num_gpu"] == 0
 

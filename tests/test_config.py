@@ -49,8 +49,8 @@ def test_ollama_host_honours_the_usual_variable(monkeypatch):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("num_ctx = 'big'", "must be a int"),
-    ("num_ctx = 100", "at least 1024"),
+    ("num_ctx = 'big'", "must be a whole number"),
+    ("num_ctx = 100", "between 1024 and 1048576"),
     ("mode = 'turbo'", "mode must be gpu, cpu or recall"),
     ("embedder = [", "not valid TOML"),
     ("schema_version = 99", "understands up to 1"),
@@ -93,7 +93,7 @@ def test_save_setting_makes_the_file_and_refuses_what_it_cannot_write_safely(tmp
     assert (tmp_path / "config" / "kelvin.toml").read_text(encoding="utf-8") == 'project = "Nike / Forest"\n'
     with pytest.raises(ConfigError, match="no setting 'colour'"):
         config_mod.save_setting("colour", "orange")
-    with pytest.raises(ConfigError, match="must be a int"):
+    with pytest.raises(ConfigError, match="must be a whole number"):
         config_mod.save_setting("num_ctx", "lots")
     _write(tmp_path, 'chat_model = "unterminated\n')
     with pytest.raises(ConfigError, match="not valid TOML"):  # the artist's broken file is left to the artist
@@ -105,3 +105,34 @@ def test_env_override_names_the_variable_that_wins():
     assert config_mod.env_override("data_dir", {"KELVIN_DATA_DIR": "/x"}) == "KELVIN_DATA_DIR"
     assert config_mod.env_override("ollama_host", {"OLLAMA_HOST": "gpu-box:11434"}) == "OLLAMA_HOST"
     assert config_mod.env_override("data_dir", {}) == ""
+
+
+@pytest.mark.parametrize("line, said", [
+    ("ollama_timeout_s = -5", "setting 'ollama_timeout_s' must be between 0.1 and 3600 (got -5)"),
+    ("num_ctx = 1e400", "setting 'num_ctx' must be a whole number (got inf)"),
+    ("num_ctx = 99999999999999999999", "setting 'num_ctx' must be between 1024 and 1048576 (got 1e+20)"),
+    ("num_ctx = 8192.5", "setting 'num_ctx' must be a whole number (got 8192.5)"),
+    ("vram_hold_s = nan", "setting 'vram_hold_s' must be a number (got nan)"),
+    ("gpu_interval_ms = 100", "setting 'gpu_interval_ms' must be between 250 and 2000 (got 100)"),
+    ('chat_model = ["a", "b"]', "setting 'chat_model' must be a text"),
+    ("vram_guard = 3", "setting 'vram_guard' must be true or false (got 3)"),
+])
+def test_a_bad_setting_is_refused_when_loaded_with_its_range(tmp_path, line, said):
+    """Issue 31, finding 11: these were tracebacks, or (a 20-digit num_ctx) sent to the model server as is."""
+    _write(tmp_path, f"schema_version = 1\n{line}\n")
+    with pytest.raises(ConfigError) as exc:
+        load()
+    assert said in str(exc.value)
+
+
+def test_a_bad_setting_from_the_environment_or_the_command_line_is_refused_too(monkeypatch):
+    monkeypatch.setenv("KELVIN_OLLAMA_TIMEOUT", "-5")
+    with pytest.raises(ConfigError, match="between 0.1 and 3600"):
+        load()
+    monkeypatch.setenv("KELVIN_OLLAMA_TIMEOUT", "1e400")
+    with pytest.raises(ConfigError, match="must be a number"):
+        load()
+    monkeypatch.delenv("KELVIN_OLLAMA_TIMEOUT")
+    monkeypatch.setenv("KELVIN_NUM_CTX", "99999999999999999999")
+    with pytest.raises(ConfigError, match="between 1024 and 1048576"):
+        load()

@@ -5,7 +5,7 @@ import pytest
 
 from app.core import commands, tools
 from app.core.commands import CommandError, Mode
-from app.core.context import Budget, Ingredients, note_for, pack
+from app.core.context import Budget, Ingredients, distinct, note_for, pack
 from app.core.recall import recall_answer
 from app.core.records import Memory, Message, RecordError, Tags
 from app.core.tokens import Calibration, clip, estimate, estimate_messages
@@ -219,3 +219,30 @@ def test_tool_calls_are_checked_strictly():
             tools.check_call(name, args)
     names = [s["function"]["name"] for s in tools.SCHEMAS]
     assert names == ["save_to_model_memory", "recall"]
+
+
+def test_near_duplicates_are_one_fact_in_the_window():
+    """Issue 31: the same words up to numbers and dates, the same question another day, a similar answer."""
+    from app.core.context import Seen, gist
+
+    assert gist("What GI clamp did we use on Monday, 24 Nov?") == gist("what GI clamp did we use on tuesday 25 nov")
+    seen = Seen(["What GI clamp did we settle on for the glass?"])
+    assert seen.repeats("What GI clamp did we settle on for the glass, Friday?")
+    assert seen.repeats("what gi clamp did we settle on for the glass on 2026-11-24")
+    seen.add("I see no decision on the GI clamp for the glass yet; the last value mentioned was 20.")
+    assert seen.repeats("I see no decision on the GI clamp for the glass; the last value mentioned was 24.")
+    assert not seen.repeats("Decision: GI clamp 10 on the glass, final for the hero frames.")
+    assert not seen.repeats("ok")  # short texts repeat only in the same words
+    assert not Seen(["ok, thanks"]).repeats("ok")
+
+
+def test_the_window_keeps_the_best_ranked_of_near_duplicates():
+    from app.core.records import Message
+
+    msgs = [Message(id=f"m{i}", project="p", conversation_id="c", role="assistant", speaker="", ts_ms=i,
+                    text=f"Render the hero at 2048 samples on day {i}; the denoiser stays on.") for i in range(4)]
+    other = Message(id="x", project="p", conversation_id="c", role="user", speaker="", ts_ms=9,
+                    text="The client wants the rim light warmer.")
+    ing = Ingredients(system="You are Kelvin.", question="How many samples for the hero?", recalled=(*msgs, other))
+    kept_memories, kept, repeats = distinct(ing)
+    assert [m.id for m in kept] == ["m0", "x"] and repeats == 3

@@ -549,3 +549,32 @@ def _model_pass(server, conv):
     assert len(calls) == 2 and calls[0]["model"] == "llama3.2:3b" and calls[0]["format"]["required"] == ["settings"]
     [cur] = conv.ledger.current("forest")
     assert (cur.entry.parameter, cur.entry.value, cur.entry.by) == ("gi_clamp", 9, "model")
+
+
+def test_each_distinct_fact_enters_the_window_once_and_the_decision_comes_first(server, converse):
+    """Issue 31, finding 8: the same question on five days and Kelvin's similar answers to it took the
+    retrieved section, a message that merely followed the question matched it through its context, and
+    the decision that answers the question was left out."""
+    conv = converse(server.host)
+    svc, conv_id = conv.memory, "older"
+    base = 1_763_000_000_000
+    days = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+    for d, day in enumerate(days):
+        t = base + d * 86_400_000
+        svc.commit(f"What GI clamp did we settle on for the glass, {day}?", conversation_id=f"{conv_id}{d}", ts_ms=t)
+        if d == 2:  # the same artist goes on to something else (an exported chat): no answer to the question
+            svc.commit("Also the rim light on the bottle is too strong.", conversation_id=f"{conv_id}{d}",
+                       ts_ms=t + 500)
+        svc.commit(f"I see no decision on the GI clamp for the glass yet; the last value mentioned was {20 + d}.",
+                   role="assistant", speaker="Kelvin (llama3.1:8b)", conversation_id=f"{conv_id}{d}", ts_ms=t + 1000)
+    svc.commit("Decision: GI clamp 10 on the glass, final for the hero frames.", conversation_id="decided",
+               ts_ms=base + 5 * 86_400_000)
+    svc.flush()
+    server.queue_reply("GI clamp 10.")
+    result = conv.ask("What GI clamp did we settle on for the glass?")
+    texts = [m.text for m in result.window.recalled]
+    assert texts[0] == "Decision: GI clamp 10 on the glass, final for the hero frames."
+    assert not [t for t in texts if t.startswith("What GI clamp")]  # the question again, on another day
+    assert len([t for t in texts if t.startswith("I see no decision")]) == 1  # similar answers: the best one
+    assert "Also the rim light on the bottle is too strong." not in texts  # it answers nothing
+    assert result.window.repeats >= 8

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from app.memory.journal import Journal, encode
+from tests.support.processes import helper, ollama_server
 from tests.test_cli import ROOT, kelvin, write_jsonl
 
 
@@ -193,29 +194,46 @@ def test_a_deleted_index_is_rebuilt_from_the_journal_on_the_next_read(tmp_path):
 
 
 # ---- 8. nothing is written through a symbolic link --------------------------------------------------
+# every place Kelvin writes in a project (issue 31: LanceDB's table folders were written through)
 @pytest.mark.parametrize("planted", ["journal/LOCK", "general.md", "optimization.md", "settings.jsonl",
-                                     "memory.lance", "journal"])
+                                     "memory.lance", "journal", "journal/000000000001.jsonl", "journal/projections.json",
+                                     "journal/set-aside.jsonl", "project.json", "settings.state.json", "settings.md",
+                                     "memory.lance/chunks.lance", "memory.lance/memories.lance",
+                                     "memory.lance/chunks.lance/_versions", "memory.lance/chunks.lance/data",
+                                     "memory.lance/chunks.lance/_indices", "memory.lance/chunks.lance/_transactions",
+                                     "memory.lance/chunks.lance/data/*", "memory.lance/chunks.lance/_versions/*"])
 def test_a_link_planted_in_the_data_folder_is_refused_and_its_target_untouched(tmp_path, planted):
     kelvin("memory", "import", str(write_jsonl(tmp_path / "a.jsonl", _rows(3))))
     folder = tmp_path / "data" / "default"
+    if planted.endswith("/*"):  # one of the files LanceDB wrote, swapped for a link to a copy elsewhere
+        planted = str(sorted((folder / planted[:-2]).glob("*.*"))[0].relative_to(folder))
     target = tmp_path / "outside"
-    if planted in ("memory.lance", "journal"):
+    if (folder / planted).is_dir():
         shutil.copytree(folder / planted, target)
         shutil.rmtree(folder / planted)
-        before = sorted(str(p.relative_to(target)) for p in target.rglob("*"))
+    elif (folder / planted).exists():
+        shutil.copy(folder / planted, target)
+        (folder / planted).unlink()
     else:
-        if (folder / planted).exists():
-            (folder / planted).unlink()
         target.write_text("an artist's file\n")
+    before = sorted((str(p.relative_to(target)), p.stat().st_size) for p in target.rglob("*")) if target.is_dir() \
+        else target.read_bytes()
     (folder / planted).symlink_to(target, target_is_directory=target.is_dir())
 
     proc = kelvin("memory", "import", str(write_jsonl(tmp_path / "b.jsonl", _rows(3, "s"))), check=False)
     assert proc.returncode == 1
     assert "symbolic link" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     if target.is_dir():
-        assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == before
+        assert sorted((str(p.relative_to(target)), p.stat().st_size) for p in target.rglob("*")) == before
     else:
-        assert target.read_text() == "an artist's file\n"
+        assert target.read_bytes() == before
+    proc = kelvin("memory", "reindex", check=False)  # nor does a rebuild write through it
+    assert proc.returncode == 1 and "symbolic link" in proc.stderr
+    if target.is_dir():
+        assert sorted((str(p.relative_to(target)), p.stat().st_size) for p in target.rglob("*")) == before
+    else:
+        assert target.read_bytes() == before
 
 
 def test_a_linked_project_folder_is_refused(tmp_path):
@@ -326,24 +344,18 @@ def test_a_reply_over_a_million_characters_is_stored_whole_in_parts(make_service
     assert body == result.text.strip()  # every character kept
 
 
-CHAT_SERVER = "tests.support.ollama_server"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_or_sighup_mid_reply_keeps_the_partial_reply(tmp_path, sig):
-    with subprocess.Popen([sys.executable, "-m", CHAT_SERVER, "--port", "0", "--delay", "0.1"], cwd=ROOT,
-                          stdout=subprocess.PIPE, text=True) as server:
-        host = server.stdout.readline().split(" on ")[1].split(" with ")[0]
+    with ollama_server("--delay", "0.1") as host:  # (stopped by SIGTERM, then SIGKILL: never waited on for ever)
         env = {**os.environ, "KELVIN_OLLAMA_HOST": host}
         question = "explain " + " ".join(f"step{i}" for i in range(80))
-        with subprocess.Popen([sys.executable, "-m", "app", "chat", "--once", question], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as chat:
-            got = b""
-            while b"step3" not in got:  # the reply is streaming: "Echo: explain step0 step1 …"
-                got += chat.stdout.read1(64)
+        with helper([sys.executable, "-m", "app", "chat", "--once", question], env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE) as chat:
+            got = _read_until(chat, b"step3")  # the reply is streaming: "Echo: explain step0 step1 …"
             chat.send_signal(sig)
             out, err = chat.communicate(timeout=30)
-        server.send_signal(signal.SIGINT)
     assert chat.returncode == 128 + sig, err
     assert f"stopped ({signal.Signals(sig).name})" in err.decode()
     folder = tmp_path / "data" / "default"
@@ -354,6 +366,53 @@ def test_sigterm_or_sighup_mid_reply_keeps_the_partial_reply(tmp_path, sig):
     assert f"[stopped: Kelvin was closed ({signal.Signals(sig).name})]" in reply["text"]
     listed = json.loads(kelvin("memory", "list", "--json").stdout)
     assert len(listed) == 2
+
+
+def _read_until(proc, wanted: bytes, timeout: float = 60.0) -> bytes:
+    """What a process printed, read until ``wanted`` shows (bounded: a test never waits for ever)."""
+    import select
+
+    got, deadline = b"", time.monotonic() + timeout
+    while wanted not in got:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, f"no {wanted!r} within {timeout} s; got {got[-200:]!r}"
+        piece = proc.stdout.read1(64)
+        assert piece, f"the process ended before {wanted!r}; got {got[-200:]!r}"
+        got += piece
+    return got
+
+
+def test_a_kill_9_mid_reply_loses_at_most_the_last_second_of_it(tmp_path):
+    """Issue 31, finding 7: only the question was journaled before the turn ended, so a kill -9 lost
+    every word shown. Now the reply is journaled as it streams, and the next start keeps it, once."""
+    import select
+
+    with ollama_server("--delay", "0.05") as host:
+        env = {**os.environ, "KELVIN_OLLAMA_HOST": host}
+        question = "explain " + " ".join(f"step{i}" for i in range(300))  # ~15 s of reply at 0.05 s a word
+        with helper([sys.executable, "-m", "app", "chat", "--once", question], env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE) as chat:
+            got = _read_until(chat, b"step0")
+            seen = [(time.monotonic(), got)]  # what the artist had seen, and when
+            while time.monotonic() - seen[0][0] < 3.0:  # three seconds of reply on screen
+                ready, _, _ = select.select([chat.stdout], [], [], 5)
+                assert ready
+                got += chat.stdout.read1(64)
+                seen.append((time.monotonic(), got))
+            killed_at = time.monotonic()
+            chat.kill()
+            chat.wait(timeout=30)
+    shown_a_second_before = max((g for t, g in seen if t <= killed_at - 1.0), key=len).decode()
+    assert len(shown_a_second_before) > 40
+    listed = json.loads(kelvin("memory", "list", "--json").stdout)  # the next start keeps the reply
+    assert [m["role"] for m in listed] == ["user", "assistant"]
+    reply = listed[1]
+    assert reply["status"] == "cut" and reply["text"].startswith(shown_a_second_before)
+    assert reply["text"].endswith("[reply cut off: Kelvin was stopped before the reply was finished; what had "
+                                  "streamed is kept]")
+    assert got.decode().startswith(reply["text"].split("\n\n[reply cut off")[0])  # nothing it never showed
+    assert len(json.loads(kelvin("memory", "list", "--json").stdout)) == 2  # and once, however often it opens
+    assert len([e for e in _events(tmp_path / "data" / "default") if e.op == "message.add"]) == 2
 
 
 # ---- 7. a full disk ---------------------------------------------------------------------------------

@@ -166,3 +166,125 @@ def test_any_arguments_end_in_an_answer_or_a_plain_error(argv):
     if data.exists():
         for p in data.rglob("*"):
             assert p.resolve().is_relative_to(data.resolve()), p
+
+
+
+# ---- issue 31: every setting, and the scene format -------------------------------------------------
+def _toml(value) -> str:
+    """A value as TOML text (what an artist could type), including numbers TOML reads as inf or huge."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return "nan" if value != value else "inf" if value == float("inf") else "-inf" if value == float("-inf") \
+            else repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+
+
+toml_scalars = (st.booleans() | st.integers() | st.integers(min_value=-10**30, max_value=10**30)
+                | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30)
+                | st.sampled_from(["1e400", "-5", "0", "99999999999999999999", "gpu", "none", "cpu", "recall"]))
+toml_values = st.recursive(toml_scalars, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(string.ascii_letters, min_size=1, max_size=5), inner, max_size=3),
+                           max_leaves=6)
+
+
+def _setting_names() -> list[str]:
+    from app.config import Config
+
+    return [name for name, *_ in Config.describe()]
+
+
+@FAST
+@given(st.dictionaries(st.sampled_from(_setting_names()), toml_values, min_size=1, max_size=4))
+def test_every_setting_from_the_file_is_loaded_in_its_range_or_refused_in_one_sentence(tmp_path_factory, chosen):
+    from dataclasses import fields
+
+    from app.config import Config, ConfigError, load
+
+    cfg = tmp_path_factory.mktemp("cfg")
+    (cfg / "kelvin.toml").write_text("".join(f"{k} = {_toml(v)}\n" for k, v in chosen.items()), encoding="utf-8")
+    with mock.patch.dict(os.environ, {"KELVIN_CONFIG_DIR": str(cfg)}):
+        try:
+            config = load()
+        except ConfigError as exc:
+            assert str(exc) and "\n" not in str(exc).strip() and "Traceback" not in str(exc)
+            return
+    for f in fields(Config):
+        value = getattr(config, f.name)
+        assert isinstance(value, type(f.default))
+        low, high = f.metadata.get("low"), f.metadata.get("high")
+        if low is not None:
+            assert low <= value <= high
+        if isinstance(value, float):
+            assert value == value and value not in (float("inf"), float("-inf"))
+
+
+@FAST
+@given(st.sampled_from(_setting_names()), st.text(max_size=30) | st.sampled_from(["1e400", "-5", "nan", "inf", "7"]))
+def test_every_setting_from_the_environment_is_loaded_in_its_range_or_refused(name, text):
+    from app.config import Config, ConfigError, load
+
+    env = next(e for n, _d, _desc, e in Config.describe() if n == name)
+    if not env or "\x00" in text:
+        return
+    with mock.patch.dict(os.environ, {env[0]: text}):
+        try:
+            config = load()
+        except ConfigError as exc:
+            assert str(exc)
+            return
+    assert getattr(config, name) is not None
+
+
+def _scene_items():
+    keys = st.sampled_from(["engine", "parameter", "name", "value", "unit"])
+    params = st.sampled_from(["max_samples", "clamp_indirect", "resolution", "denoiser", "light_tree", "lens",
+                              "view_transform", "", "max samples"])
+    values = json_values | st.integers(min_value=-10**400, max_value=10**400) | st.text(max_size=20).map(
+        lambda t: t + "\ud800")
+    return st.dictionaries(keys, values, max_size=5) | st.fixed_dictionaries(
+        {"engine": st.sampled_from(["cycles", "", "any", "octane"]), "parameter": params, "value": values})
+
+
+@FAST
+@given(st.lists(_scene_items(), max_size=6), st.lists(st.dictionaries(st.sampled_from(["name", "value", "unit"]),
+                                                                     json_values, max_size=3), max_size=3),
+       json_values)
+def test_a_scene_of_any_shape_is_read_into_values_the_ledger_can_hold_or_refused(settings_, extra, anything):
+    """Whatever a DCC script sends, every value that reaches the ledger can be journaled (UTF-8 JSON) and
+    compared with any other; everything else is a SceneError in one sentence."""
+    from app.core.parameters import holdable, same_value
+    from app.core.scene import SceneError, read
+
+    data = {"format": "kelvin-scene", "version": 1, "app": anything if isinstance(anything, str) else "x",
+            "file": "f.blend\ud800", "scene": "S", "engine": "cycles", "settings": settings_, "extra": extra,
+            "notes": ["a note\ud800"]}
+    try:
+        scene = read(data, EXTRACTOR.cat)
+    except SceneError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    for v in (*scene.values, *scene.candidates):
+        assert holdable(v.value) == "", v
+        json.dumps({"name": v.name, "value": v.value, "unit": v.unit}, ensure_ascii=False).encode("utf-8")
+        same_value(v.value, 10**400)
+    for text in (scene.file, scene.app, scene.scene, *scene.notes):
+        text.encode("utf-8")
+
+
+@FAST
+@given(st.binary(max_size=400) | st.integers(min_value=1, max_value=5000).map(lambda n: b"[" * n + b"]" * n))
+def test_scene_json_of_any_bytes_is_read_or_refused_in_one_sentence(raw):
+    from app.cli.scene import _from_json
+    from app.core.scene import SceneError
+
+    try:
+        _from_json(raw, "the JSON on stdin", EXTRACTOR.cat)
+    except SceneError as exc:
+        assert str(exc) and "\n" not in str(exc)

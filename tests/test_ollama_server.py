@@ -344,3 +344,23 @@ def test_runs_as_a_script():
         err = proc.stderr.read()
         proc.stderr.close()
         assert rc == 0, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_script_stops_on_ctrl_c_or_sigterm_even_started_from_a_background_shell(sig):
+    """Issue 31, finding 9: a suite started with `nohup … &` hands its children "ignore SIGINT"; the
+    helper server then never stopped on Ctrl+C's signal, and the test waited for ever."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.ollama_server", "--port", "0"], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as under nohup … &
+    try:
+        assert " on http://127.0.0.1:" in proc.stdout.readline()
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        from tests.support.processes import stop
+
+        stop(proc)
+        proc.stdout.close()
+        proc.stderr.close()

@@ -3,8 +3,9 @@ Python), through the CLI as an artist runs it; the diff against a ledger built f
 bad input. The add-on in a real bpy session: tests/test_blender_addon.py; Python in a .blend:
 tests/test_scene_safe.py.
 
-Blender's Python comes from KELVIN_BLENDER_PYTHON or ./.venv-blender (.ci/run makes it: bpy needs
-numpy<2, so it lives apart from Kelvin's environment)."""
+Blender's Python comes from KELVIN_BLENDER_PYTHON, else where the README installs it
+(~/.kelvin-blender; .ci/run follows the README), else ./.venv-blender (bpy needs numpy<2, so it
+lives apart from Kelvin's environment)."""
 from __future__ import annotations
 
 import json
@@ -23,13 +24,20 @@ BUILDER = ROOT / "tests" / "support" / "blend_scene.py"
 
 
 def _blender_python() -> str:
-    chosen = os.environ.get("KELVIN_BLENDER_PYTHON") or str(ROOT / ".venv-blender" / "bin" / "python")
-    return chosen if Path(chosen).exists() else ""
+    """KELVIN_BLENDER_PYTHON, else where the README installs bpy (~/.kelvin-blender), else ./.venv-blender."""
+    from app.services.blender import installed_python
+
+    for chosen in (os.environ.get("KELVIN_BLENDER_PYTHON"), str(installed_python()),
+                   str(ROOT / ".venv-blender" / "bin" / "python")):
+        if chosen and Path(chosen).exists():
+            return chosen
+    return ""
 
 
 BLENDER = _blender_python()
 needs_blender = pytest.mark.skipif(not BLENDER, reason="Blender's Python (bpy) is not installed here: "
-                                                        "python3.11 -m venv .venv-blender && .venv-blender/bin/pip install bpy")
+                                                        "python3.11 -m venv ~/.kelvin-blender && "
+                                                        "~/.kelvin-blender/bin/pip install bpy (see README)")
 
 
 @pytest.fixture
@@ -53,8 +61,15 @@ def forest(tmp_path_factory) -> Path:
 
 
 def settings_json(*flags: str, project: str = "Forest") -> dict:
+    """(engine, parameter) → row for render-wide settings; (engine, parameter, scope) for a light's or a
+    camera's."""
     rows = json.loads(kelvin("--project", project, "settings", "list", "--json", *flags).stdout)
-    return {(r["engine"] or "", r["parameter"]): r for r in rows}
+    return {(r["engine"] or "", r["parameter"], *([r["scope"]] if r.get("scope") else [])): r for r in rows}
+
+
+def in_file(row: dict):
+    """The value a scene file holds for a setting (never the decision: issue 30)."""
+    return row["in_file"]["value"] if row.get("in_file") else None
 
 
 def same(a, b) -> bool:
@@ -72,18 +87,20 @@ def test_a_blend_files_render_settings_land_in_the_ledger_exactly(blender, fores
     for key, value in EXPECTED.items():
         row = got.get(key)
         assert row is not None, f"{key} missing from the ledger"
-        assert same(row["value"], value), (key, row["value"], value)
-        assert row["unit"] == UNITS.get(key, ""), (key, row["unit"])
-        assert row["status"] == "applied" and row["by"] == "scene" and "forest.blend · scene 'Scene'" in row["note"]
+        assert same(in_file(row), value), (key, row, value)
+        assert row["in_file"]["unit"] == UNITS.get(key, ""), (key, row["in_file"])
+        assert row["value"] is None and row["status"] == "in the file"  # read from a file: not a decision
+        assert row["by"] == "scene" and "forest.blend · scene 'Scene'" in row["in_file"]["source"]
     assert set(got) == set(EXPECTED)  # nothing else became a setting
-    kept = {k[1]: r["value"] for k, r in settings_json("--candidates").items() if r["candidate"]}
+    kept = {k[1]: in_file(r) for k, r in settings_json("--candidates").items() if r["candidate"]}
     for name, value in CANDIDATES.items():
         assert same(kept.get(name), value), (name, kept.get(name))  # not known, never dropped
     history = kelvin("--project", "Forest", "settings", "history", "clamp indirect", "--engine", "cycles").stdout
     assert "scene: forest.blend · scene 'Scene'" in history
     # the prompt's settings use them ("Current settings" of a recall answer, from the ledger)
     shown = kelvin("--project", "Forest", "settings", "list").stdout
-    assert "Cycles Clamp indirect = 7.5 (set" in shown and "from forest.blend · scene 'Scene')" in shown
+    assert "Cycles Clamp indirect: not decided (in the file forest.blend · scene 'Scene': 7.5)" in shown
+    assert "Light power (key): not decided (in the file forest.blend · scene 'Scene': 350 W)" in shown
 
 
 @needs_blender
@@ -103,7 +120,7 @@ def test_the_diff_lists_where_the_scene_differs_from_what_was_decided_not_from_e
     out = kelvin("--project", "Forest", "scene", "diff", str(forest)).stdout
     lines = out.splitlines()
     assert lines[0] == "forest.blend · scene 'Scene' differs from what was decided:"
-    assert any(x.startswith("  Cycles Clamp indirect: scene 7.5, decided 7 on ")
+    assert any(x.startswith("  Cycles Clamp indirect: scene 7.5, decided 7 (hero) on ")
                and '("Decision: clamp indirect 7 on the hero frames.")' in x for x in lines), out
     assert any(x.startswith("  Cycles Max samples: scene 777, set by hand 1024 ") and "(farm budget)" in x
                for x in lines), out
@@ -111,7 +128,7 @@ def test_the_diff_lists_where_the_scene_differs_from_what_was_decided_not_from_e
     assert "Focal length" not in out and "Resolution:" not in out  # the same as decided
     diff = json.loads(kelvin("--project", "Forest", "scene", "diff", str(forest), "--json").stdout)
     assert {(d["parameter"], d["scene"], d["decided"]) for d in diff["differences"]} == {
-        ("clamp_indirect", "7.5", "7"), ("max_samples", "777", "1024"), ("resolution_percentage", "50%", "100%")}
+        ("clamp_indirect", "7.5", "7 (hero)"), ("max_samples", "777", "1024"), ("resolution_percentage", "50%", "100%")}
     # an import does not decide: the diff after it is the same, and so is the one against a second import
     kelvin("--project", "Forest", "scene", "import", str(forest))
     again = json.loads(kelvin("--project", "Forest", "scene", "diff", str(forest), "--json").stdout)
@@ -139,8 +156,8 @@ def test_the_scene_format_from_any_script_on_stdin_or_a_file(tmp_path):
     assert got["notes"] == ["Cycles Clamp direct: 'lots' is not a value it can hold (Clamp direct takes a number "
                             "of at least 0 (got 'lots')); kept as a candidate"]
     rows = settings_json("--candidates")
-    assert rows[("", "clamp_direct_as_sent")]["value"] == "lots" and ("cycles", "clamp_direct") not in rows
-    assert rows[("cycles", "max_samples")]["value"] == 2048 and rows[("", "focal_length")]["value"] == 35
+    assert in_file(rows[("", "clamp_direct_as_sent")]) == "lots" and ("cycles", "clamp_direct") not in rows
+    assert in_file(rows[("cycles", "max_samples")]) == 2048 and in_file(rows[("", "focal_length")]) == 35
     assert rows[("", "render_layer")]["candidate"] and rows[("", "max_samples_typo")]["candidate"]
     f = tmp_path / "maya.json"
     f.write_text(json.dumps(_scene_json(app="Maya 2025")), encoding="utf-8")
@@ -200,7 +217,7 @@ def test_a_file_with_hundreds_of_lights_imports_its_render_settings_and_says_so(
     kelvin("project", "create", "Forest")
     out = kelvin("--project", "Forest", "scene", "import", str(many)).stdout
     assert "Note: the scene has 152 lights: they are not read one by one (at most 100)." in out
-    assert settings_json()[("cycles", "max_samples")]["value"] == 777
+    assert in_file(settings_json()[("cycles", "max_samples")]) == 777
     assert not any(k == ("", k[1]) and k[1].startswith("light_") for k in settings_json("--candidates"))
 
 
@@ -223,8 +240,8 @@ def test_an_eevee_scene_and_a_named_scene_send_only_what_is_in_use(blender, tmp_
     out = kelvin("--project", "Forest", "scene", "import", str(eevee), "--scene", "Layout").stdout
     assert out.startswith("Imported ") and "eevee.blend · scene 'Layout' (EEVEE)" in out
     got = settings_json("--candidates")
-    assert not any(engine == "cycles" for engine, _ in got)  # Cycles' settings are not in use
-    assert got[("", "render_engine")]["value"] == "EEVEE" and got[("", "focal_length")]["value"] == 85
+    assert not any(k[0] == "cycles" for k in got)  # Cycles' settings are not in use
+    assert in_file(got[("", "render_engine")]) == "EEVEE" and in_file(got[("", "focal_length", "camera")]) == 85
 
 
 def test_every_setting_is_shown_by_the_name_an_artist_reads():
@@ -235,6 +252,8 @@ def test_every_setting_is_shown_by_the_name_an_artist_reads():
                               {"name": "Denoising passes", "value": "Albedo and Normal"}])
     kelvin("--project", "Forest", "scene", "import", "-", input=json.dumps(data))
     shown = kelvin("--project", "Forest", "settings", "list", "--candidates").stdout
-    assert "Denoiser = OpenImageDenoise (set" in shown and "oidn" not in shown
-    assert "Denoising prefilter = Accurate (set" in shown and "Denoising passes = Albedo and Normal (set" in shown
-    assert "Resolution percentage = 50% (set" in shown
+    file = "in the file shot.ma · scene 'main'"  # read from a file: shown as what it holds, not as decided
+    assert f"Denoiser: not decided ({file}: OpenImageDenoise)" in shown and "oidn" not in shown
+    assert f"Denoising prefilter: not decided ({file}: Accurate)" in shown
+    assert f"Denoising passes: not decided ({file}: Albedo and Normal)" in shown
+    assert f"Resolution percentage: not decided ({file}: 50%)" in shown

@@ -35,7 +35,7 @@ def test_a_chat_question_and_the_brief_get_the_diff_of_the_last_imported_scene(m
     ledger.import_scene(read(SCENE, ledger.catalogue))
     lines = ledger.relevant("default", "Does my scene match what we decided?")
     assert lines[0] == "The last scene imported (forest.blend · scene 'Scene') differs from what was decided:"
-    assert len(lines) == 2 and lines[1].startswith("Cycles Clamp indirect: scene 10, decided 7 on ")
+    assert len(lines) == 2 and lines[1].startswith("Cycles Clamp indirect: scene 10, decided 7 (hero) on ")
     assert lines[1].endswith('("Decision: clamp indirect 7 on the hero frames, max samples 1024.")')
     assert "Current settings" not in lines[0]
     # other questions still get the settings they name
@@ -45,7 +45,7 @@ def test_a_chat_question_and_the_brief_get_the_diff_of_the_last_imported_scene(m
                        ledger.scene_answer())
     section = md.split("## Current settings", 1)[1].split("\n## ", 1)[0]
     assert "**The last scene imported (forest.blend · scene 'Scene') differs from what was decided**" in section
-    assert "\n- Cycles Clamp indirect: scene 10, decided 7 on " in section
+    assert "\n- Cycles Clamp indirect: scene 10, decided 7 (hero) on " in section
     # a new scene that matches: the answer says so
     fixed = dict(SCENE, settings=[{"engine": "cycles", "parameter": "clamp_indirect", "value": 7}])
     ledger.import_scene(read(fixed, ledger.catalogue))
@@ -63,7 +63,7 @@ def test_the_settings_tab_shows_where_the_scene_differs_from_what_was_decided(qt
         label = w.memory.settings.scene
         qtbot.waitUntil(lambda: label.isVisible(), timeout=10_000)
         assert label.text().startswith("⚠ The last scene imported (forest.blend · scene 'Scene') differs")
-        assert "Cycles Clamp indirect: scene 10, decided 7 on " in label.text()
+        assert "Cycles Clamp indirect: scene 10, decided 7 (hero) on " in label.text()
         assert label.property("differs") is True
         w.projects.switch_project("Other")  # another project: no scene line of the one before
         qtbot.waitUntil(lambda: not label.isVisible(), timeout=10_000)

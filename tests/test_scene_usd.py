@@ -50,8 +50,14 @@ def stages(tmp_path_factory) -> Path:
 
 
 def settings_json(*flags: str, project: str = "Shot") -> dict:
+    """(engine, parameter) → row; (engine, parameter, scope) for a light's or camera's."""
     rows = json.loads(kelvin("--project", project, "settings", "list", "--json", *flags).stdout)
-    return {(r["engine"] or "", r["parameter"]): r for r in rows}
+    return {(r["engine"] or "", r["parameter"], *([r["scope"]] if r.get("scope") else [])): r for r in rows}
+
+
+def in_file(row: dict):
+    """The value a scene file holds for a setting (never the decision: issue 30)."""
+    return row["in_file"]["value"] if row.get("in_file") else None
 
 
 def same(a, b) -> bool:
@@ -71,16 +77,20 @@ def test_a_solaris_stages_karma_settings_camera_frames_and_lights_land_in_the_le
     for key, value in EXPECTED_KARMA.items():
         row = got.get(key)
         assert row is not None, f"{key} missing from the ledger"
-        assert same(row["value"], value), (key, row["value"], value)
-        assert row["by"] == "scene" and row["note"] == f"{name} · scene '/Render/rendersettings'"
+        assert same(in_file(row), value), (key, row, value)
+        assert row["value"] is None and row["by"] == "scene"  # what the file holds, not a decision
+        assert row["in_file"]["source"].startswith(f"{name} · scene '/Render/rendersettings'")
     assert set(got) == set(EXPECTED_KARMA)
     kept = {k[1]: r for k, r in settings_json("--candidates").items() if r["candidate"]}
     for key, value in CANDIDATES_KARMA.items():
-        assert same(kept[key]["value"], value), (key, kept[key]["value"])
+        assert same(in_file(kept[key]), value), (key, kept[key])
     assert kept["karma_volume_limit"]["note"].endswith("· animated (2 keys; the value at frame 1001)")
     shown = kelvin("--project", "Shot", "settings", "list", "--candidates").stdout
-    assert "Karma Convergence threshold = 0.005" in shown and "Light key temperature = 4500 K" in shown
-    assert "Pixel aspect ratio = 2" in shown and "Karma Path traced samples = 256" in shown
+    file = f"in the file {name} · scene '/Render/rendersettings'"
+    assert f"Karma Convergence threshold: not decided ({file}: 0.005)" in shown
+    assert f"Light temperature (key): not decided ({file}: 4500 K)" in shown
+    assert f"Pixel aspect ratio: not decided ({file}: 2)" in shown
+    assert f"Karma Path traced samples: not decided ({file}: 256)" in shown
 
 
 def test_redshift_and_octane_attributes_are_read_by_their_names(stages):
@@ -90,14 +100,14 @@ def test_redshift_and_octane_attributes_are_read_by_their_names(stages):
     # Redshift writes its GI engines as numbers: kept as sent, and said
     assert "Note: Redshift Primary GI engine: '4' is not a value it can hold" in out
     got = settings_json()
-    assert {k: got[k]["value"] for k in got if k[0] == "redshift"} == {
+    assert {k: in_file(got[k]) for k in got if k[0] == "redshift"} == {
         ("redshift", "unified_samples_min"): 16, ("redshift", "unified_samples_max"): 512,
         ("redshift", "brute_force_rays"): 64, ("redshift", "gi_bounces"): 3, ("redshift", "reflection_max_trace_depth"): 6}
     assert settings_json("--candidates")[("", "redshift_rs_output_enable")]["name"] == "Redshift RS output enable"
     kelvin("--project", "Shot", "scene", "import", str(stages / "octane.usd"))
     got = settings_json()
-    assert (got[("octane", "max_samples")]["value"], got[("octane", "gi_clamp")]["value"],
-            got[("octane", "kernel")]["value"]) == (2000, 10, "path_tracing")
+    assert (in_file(got[("octane", "max_samples")]), in_file(got[("octane", "gi_clamp")]),
+            in_file(got[("octane", "kernel")])) == (2000, 10, "path_tracing")
 
 
 def test_the_diff_reads_a_usd_stage_against_what_was_decided(stages, tmp_path):

@@ -72,3 +72,64 @@ def test_the_bench_says_so_when_the_model_host_is_down(tmp_path):
     out = bench(data, "--model", "llama3.1:8b", "--host", host)  # the port is closed now
     assert out["model_pass"]["failed"] == 3 and out["model_pass"]["added"] == 0
     assert out["by_file"]["t"]["applied"] == {"precision": 1.0, "recall": 0.5}  # the rules' result stands
+
+
+# ---- issue 30: scopes, current values, and turned-down values shown as current ------------------------------
+
+SCOPED = [
+    {"session": "s01", "role": "user", "text": "Cycles. Key light at 5600K, the fireplace at 1900K.",
+     "expected": [{"engine": None, "parameter": "light_temperature", "value": 5600, "unit": "K", "status": "applied",
+                   "scope": "key light"},
+                  {"engine": None, "parameter": "light_temperature", "value": 1900, "unit": "K", "status": "applied",
+                   "scope": "fireplace"}]},
+    {"session": "s01", "role": "assistant", "text": "Try clamp indirect 10.",
+     "expected": [{"engine": "cycles", "parameter": "clamp_indirect", "value": 10, "unit": "", "status": "proposed",
+                   "scope": None}]},
+    {"session": "s01", "final": [{"engine": None, "parameter": "light_temperature", "value": 5600, "unit": "K",
+                                  "scope": "key"},
+                                 {"engine": None, "parameter": "light_temperature", "value": 1900, "unit": "K",
+                                  "scope": "the fireplace"}]},
+]
+
+
+def test_scope_names_match_without_articles_possessives_or_a_generic_last_word():
+    sys.path.insert(0, str(ROOT / "bench"))
+    from ledger_scoring import scope_name
+
+    assert scope_name("Key light") == scope_name("key") == scope_name("the key's") == "key"
+    assert scope_name("CAM_hero") == scope_name("cam hero") == "cam hero"
+    assert scope_name("the hero frames") == "hero" and scope_name("The glass layer") == "glass"
+    assert scope_name("cam") == "cam" and scope_name(None) == scope_name("") == ""
+    assert scope_name("ceiling pendants") == "ceiling pendants"
+
+
+def test_a_proposal_the_ledger_shows_as_current_is_counted_as_floated():
+    sys.path.insert(0, str(ROOT / "bench"))
+    from ledger_scoring import SessionScore, mention_key
+
+    acc = SessionScore()
+    labels = [mention_key(m) for r in SCOPED[:2] for m in r["expected"]]
+    final = [mention_key({**f, "status": ""}) for f in SCOPED[2]["final"]]
+    have = [("", "light_temperature", 5600, "", "key"), ("cycles", "clamp_indirect", 10, "", "")]
+    wrong = acc.session(have, unsure=1, final=final, labels=labels)
+    s = acc.summary()
+    assert wrong == [{"current": ["cycles", "clamp_indirect", 10, "", ""], "kind": "floated"}]
+    assert s["turned_down_or_floated_shown_as_current"] == 1
+    assert {"tp": 1, "fp": 1, "fn": 1, "to_confirm": 1}.items() <= s["current_values"].items()
+
+
+def test_the_bench_compares_scopes_only_in_files_labelled_with_them(tmp_path):
+    data = tmp_path / "settings_labelled_s.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in SCOPED), encoding="utf-8")
+    out = bench(data)
+    q = out["quality"]
+    assert set(q["mentions_by_status"]) == {"applied", "proposed", "rejected"}
+    assert {"precision", "recall", "to_confirm"} <= set(q["current_values"])
+    assert "turned_down_or_floated_shown_as_current" in out["by_file"]["s"]
+    sys.path.insert(0, str(ROOT / "bench"))
+    from ledger_scoring import file_is_scoped
+
+    rows, final = SCOPED[:2], SCOPED[2]["final"]
+    assert file_is_scoped(rows, final)
+    plain = [{**r, "expected": [{k: v for k, v in m.items() if k != "scope"} for m in r["expected"]]} for r in rows]
+    assert not file_is_scoped(plain, [{k: v for k, v in f.items() if k != "scope"} for f in final])

@@ -401,7 +401,7 @@ def test_the_settings_table_shows_current_values_history_and_takes_corrections(q
         qtmodeltester.check(panel.current)
         rows = {panel.current.index(r, 1).data(): r for r in range(2)}
         row = rows["GI clamp"]
-        assert [panel.current.index(row, c).data() for c in (0, 2, 4, 5)] == ["Octane", "10", "chat", "25"]
+        assert [panel.current.index(row, c).data() for c in (0, 2, 3, 5, 6)] == ["Octane", "10", "", "chat", "25"]
         panel.table.selectRow(row)
         qtbot.waitUntil(lambda: panel.history.rowCount() == 2, timeout=10_000)
         qtmodeltester.check(panel.history)
@@ -472,6 +472,48 @@ def test_settings_the_turn_stated_become_chips_the_artist_confirms_corrects_or_t
         assert all(e.id != other[0].entry.id for e in ledger.book().history("octane", "max_samples"))
 
 
+def test_a_value_kelvin_is_unsure_of_is_asked_on_the_chip_and_marked_in_the_settings_tab(qtbot, window, monkeypatch):
+    """Issue 30: an unsure reading is never shown as decided — the chip asks "256 or 128 for brute-force
+    rays?", the Settings tab says "to confirm", and ✓ on the chip decides. The shipped status model is
+    used with its threshold raised so that every reading of the turn is unsure."""
+    from dataclasses import replace as with_
+
+    import app.services.memory as memory_service
+    from app.ui.settings_view import TO_CONFIRM
+
+    shipped = memory_service.load_status_model()
+    assert shipped is not None
+    monkeypatch.setattr(memory_service, "load_status_model", lambda: with_(shipped, sure=1.01))
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        srv.queue_reply("Then keep it; the blotches at 128 are the light cache, not the rays.")
+        send(qtbot, w, "Redshift, the atrium. No, keep brute force rays at 256, it was blotchy at 128.")
+        qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
+        answer = w.chat.entries[-1]  # the turn's settings are chips under its answer
+        qtbot.waitUntil(lambda: any(c.question for c in answer.chips), timeout=10_000)
+        text = w.chat.transcript.toPlainText()
+        assert "256 or 128 for brute-force rays?" in text
+        asked = [c for c in answer.chips if c.question]
+        assert {c.entry.value for c in asked} == {256, 128} and all(c.status == "to_confirm" for c in asked)
+        ledger = w.services.conversation.ledger
+        cur = ledger.current_of(("redshift", "brute_force_rays"))
+        assert cur.unsure and cur.decision is None  # nothing asserted
+        # the Settings tab marks it
+        _open_browser(qtbot, w)
+        panel = w.memory.settings
+        w.memory.pages.setCurrentWidget(panel)
+        qtbot.waitUntil(lambda: panel.current.rowCount() == 1, timeout=10_000)
+        cell = panel.current.index(0, 2)
+        assert cell.data() == "256 or 128 — to confirm" and cell.data(Qt.ItemDataRole.ForegroundRole) == TO_CONFIRM
+        assert "1 to confirm: 256 or 128 for brute-force rays?" in panel.count.text()
+        # ✓ on the chip of 256 decides it, by the artist
+        chip = next(c for c in answer.chips if c.entry.value == 256)
+        w.chat._anchor(QUrl(f"chip:confirm:{w.chat.entries.index(answer)}.{answer.chips.index(chip)}"))
+        qtbot.waitUntil(lambda: not ledger.current_of(("redshift", "brute_force_rays")).unsure, timeout=10_000)
+        now = ledger.current_of(("redshift", "brute_force_rays"))
+        assert (now.decision.value, now.decision.by) == (256, "artist")
+
+
 def test_end_of_day_writes_the_brief_with_progress_shows_it_and_cancel_keeps_the_old_one(qtbot, window):
     from app.services.brief import BRIEF_FILE
 
@@ -500,7 +542,10 @@ def test_end_of_day_writes_the_brief_with_progress_shows_it_and_cancel_keeps_the
         assert w.brief.archive.count() == 2 and "numbers to check: 99" in w.brief.status.text()
         path = memory.store().folder / BRIEF_FILE
         before = path.read_bytes()
-        # a second run, cancelled as it starts: the brief stays as it was
+        # a second run (something was said since: with nothing new it writes nothing), cancelled as it
+        # starts: the brief stays as it was
+        memory.commit("One more thing: the client liked the morning fog.")
+        memory.flush()
         srv.queue_reply("### What worked\n" + "- a long note\n" * 300)
         w.brief.button.click()
         qtbot.waitUntil(lambda: bool(steps) and steps[-1][2].startswith("Summarising"), timeout=10_000)

@@ -77,6 +77,22 @@ def _parser() -> argparse.ArgumentParser:
     pn.add_argument("new", help="its new name")
     psub.add_parser("new-conversation", help="start a new conversation in --project (memory stays reachable)")
 
+    tm = sub.add_parser("team", help="share a project's memory with the studio (its PostgreSQL, setting "
+                                     "team_server), join one, see where it stands, sync now")
+    tsub = tm.add_subparsers(dest="team_command", required=True)
+    tsh = tsub.add_parser("share", help="put a personal project on the studio's server (all of it; the team can join)")
+    tsh.add_argument("name", nargs="?", help="the project (default: --project)")
+    tsh.add_argument("--as", dest="as_name", help="its name on the server (default: its own)")
+    tj = tsub.add_parser("join", help="bring a shared project to this machine (pulled whole, searchable offline)")
+    tj.add_argument("name", help="the project's name on the server (`kelvin team projects` lists them)")
+    tj.add_argument("--as", dest="as_name", help="its name here (default: the same)")
+    tp = tsub.add_parser("projects", help="the projects shared on the studio's server")
+    tp.add_argument("--json", action="store_true", help="print JSON instead of text")
+    tst = tsub.add_parser("status", help="synced, waiting to send, offline since, or why the server refused")
+    tst.add_argument("--json", action="store_true", help="print JSON instead of text")
+    tsub.add_parser("sync", help="send what waits and fetch what the team added, now")
+
+    SCOPE_HELP = "the light, camera or output it belongs to, by name (e.g. 'key', 'cam_hero'); none: render-wide"
     st = sub.add_parser("settings", help="the settings ledger: current render settings and their history")
     ssub = st.add_subparsers(dest="settings_command", required=True)
     sl = ssub.add_parser("list", help="the current value of every setting in the project")
@@ -92,9 +108,15 @@ def _parser() -> argparse.ArgumentParser:
     ss.add_argument("value", help="its value as you would say it: 10, on, brute force, 1920x1080, 35mm")
     ss.add_argument("--engine", help=ENGINE_HELP)
     ss.add_argument("--note", default="", help="why (kept with the change)")
+    ss.add_argument("--scope", default="", help=SCOPE_HELP)
     su = ssub.add_parser("unset", help="the setting has no current value any more (its history stays)")
     su.add_argument("parameter", help="the setting's name or a synonym")
     su.add_argument("--engine", help=ENGINE_HELP)
+    su.add_argument("--scope", default="", help=SCOPE_HELP)
+    sa = ssub.add_parser("adopt", help="take the value the last imported scene file holds as the decision (journaled)")
+    sa.add_argument("parameter", help="the setting's name or a synonym")
+    sa.add_argument("--engine", help=ENGINE_HELP)
+    sa.add_argument("--scope", default=None, help=SCOPE_HELP)
 
     sc = sub.add_parser("scene", help="render settings read from the scene itself (Blender .blend files, USD stages "
                                       "from Houdini and any USD pipeline, or the scene format any DCC script can send)")
@@ -124,10 +146,10 @@ def _parser() -> argparse.ArgumentParser:
     gs = gsub.add_parser("status", help="one reading of the GPU, Kelvin's models, and what the guard would do")
     gs.add_argument("--json", action="store_true", help="print JSON instead of text")
     gw = gsub.add_parser("watch", help="live samples and the guard's decisions (only watching: unloads nothing)")
-    gw.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl+C)")
+    gw.add_argument("--seconds", type=_seconds, default=0, help="stop after this long (default: until Ctrl+C)")
     gr = gsub.add_parser("record", help="save real samples as a trace (JSON lines)")
     gr.add_argument("file", type=Path, help="the trace file to write (JSON lines)")
-    gr.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl+C)")
+    gr.add_argument("--seconds", type=_seconds, default=0, help="stop after this long (default: until Ctrl+C)")
     gp = gsub.add_parser("replay", help="run the real guard and its actions on a trace: Kelvin's own models on the "
                          "configured Ollama host are really unloaded where the trace calls for it")
     gp.add_argument("trace", type=Path, help="a trace file (JSON lines, as `gpu record` writes)")
@@ -144,13 +166,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("query", nargs="?", help="what to look for, in your own words")
     s.add_argument("--batch", type=Path, help="file with one query per line; prints one JSON line per query with "
                    "the best k messages, as the chat's window would get them (matches or not)")
-    s.add_argument("--k", type=int, default=5, help="number of messages to return (default 5)")
+    s.add_argument("--k", type=_count(1, MAX_K), default=5, help=f"number of messages to return, 1 to {MAX_K:,} (default 5)")
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_filters(s)
     s.add_argument("--all-projects", action="store_true", help="search every project, not just the current one")
 
     ls = msub.add_parser("list", help="the latest messages")
-    ls.add_argument("--limit", type=int, default=20, help="how many of the latest (0: all)")
+    ls.add_argument("--limit", type=_count(0, 10**9), default=20, help="how many of the latest (0: all)")
     ls.add_argument("--json", action="store_true", help="print JSON instead of text")
     _add_filters(ls)
 
@@ -178,6 +200,34 @@ def _parser() -> argparse.ArgumentParser:
     mm = msub.add_parser("memories", help="list curated memories")
     mm.add_argument("--json", action="store_true", help="print JSON instead of text")
     return _with_help(p)
+
+
+MAX_K = 100_000  # messages one search returns at most (the chat's window takes eight)
+
+
+def _count(low: int, high: int):
+    """An argparse type: a whole number from ``low`` to ``high`` (an absurd one is a usage error, exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text[:30]}{'…' if len(text) > 30 else ''} is not between {low:,} "
+                                             f"and {high:,}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value <= 7 * 86400:  # (nan fails both)
+        raise argparse.ArgumentTypeError(f"{text[:30]} is not between 0 and a week (604,800 s)")
+    return value
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
@@ -233,7 +283,8 @@ def _short(text: str, n: int = 160) -> str:
 
 
 def _print_message(m, score: float | None = None, with_project: bool = False) -> None:
-    head = f"{m.timestamp[:16].replace('T', ' ')}  {_shown(m.id)}  {m.role}"
+    who = f" · {_shown(m.speaker)}" if m.speaker and m.role == "user" else ""  # a team's artist: who said it
+    head = f"{m.timestamp[:16].replace('T', ' ')}  {_shown(m.id)}  {m.role}{who}"
     head += f"  in {_shown(m.project)}" if with_project else ""
     tags = f"{m.tags.domain}/{m.tags.type}" + (f"/{m.tags.engine}" if m.tags.engine else "")
     print(f"{head}  [{tags}]" + (f"  score {score:.4f}" if score is not None else ""))
@@ -277,16 +328,17 @@ def _memory(args, service) -> int:
         print(f"imported {report.added:,} {noun}" + (f" ({report.skipped:,} already stored)" if report.skipped else ""))
         return EXIT_OK
     if cmd == "search":
-        if args.k < 1:
-            raise _Usage("--k must be at least 1")
         filters = _filters(args)
         if args.batch:
             if not args.json:
                 raise _Usage("--batch prints JSON lines; add --json")
-            try:
-                queries = [q.strip() for q in args.batch.read_text(encoding="utf-8").splitlines() if q.strip()]
-            except (OSError, UnicodeDecodeError) as exc:
-                raise _Expected(f"{args.batch}: cannot read the query file ({exc})") from None
+            from app.inputs import InputProblem, lines
+
+            try:  # in bounded pieces: /dev/urandom cannot fill memory
+                queries = [q.strip() for _n, q in lines(args.batch, "a file of queries, one a line", 64 * 2**20, 2**20)
+                           if q.strip()]
+            except InputProblem as exc:
+                raise _Expected(str(exc)) from None
             for q in queries:
                 t0 = time.perf_counter()
                 hits = service.search(q, args.k, filters, project=project, all_projects=args.all_projects)
@@ -406,10 +458,16 @@ def _chat(args, settings, service) -> int:
     conversation = Conversation(settings, service, mode=Mode.parse(args.mode or settings.mode))
     if not args.verbose:  # the chat says itself when Ollama is away (its answer's first line): not twice
         logging.getLogger("kelvin.memory").setLevel(logging.ERROR)
-    guard = None
+    guard = sync = None
     try:
         if args.once:
             return terminal.chat_once(conversation, args.question, args.json)
+        if settings.team_server.strip():  # a shared project stays in step while the chat is open
+            from app.services.team import Team
+            from app.services.team_sync import TeamSync
+
+            sync = TeamSync(Team(service))
+            sync.follow(conversation.project)
         from app.cli.gpu import start_guard
 
         guard = start_guard(settings, conversation, service)
@@ -419,6 +477,9 @@ def _chat(args, settings, service) -> int:
     finally:
         if guard is not None:
             guard.stop()
+        if sync is not None:
+            sync.stop()
+            sync.team.close()
         conversation.close()
 
 
@@ -492,24 +553,15 @@ def _may_create(args) -> bool:
     """The commands that may bring a project into being: `project create`, and an import (its
     lines name their projects). Everything else works in a project that exists."""
     return (args.command == "project" and args.project_command == "create") or \
-        (args.command == "memory" and args.memory_command == "import")
+        (args.command == "memory" and args.memory_command == "import") or \
+        (args.command == "team" and args.team_command in ("join", "projects"))
 
 
 def _known_project(service, name: str) -> None:
     """A misspelt --project is an error that names the nearest project, never a new empty one."""
-    import difflib
-
-    from app.core.records import check_name
     from app.services.projects import Projects
 
-    if service.store(check_name(name, "project")).exists():
-        return
-    known = [p.name for p in Projects(service).list()]
-    near = difflib.get_close_matches(name, known, n=1, cutoff=0.5) or \
-        difflib.get_close_matches(name.casefold(), [k.casefold() for k in known], n=1, cutoff=0.5)
-    hint = f"; did you mean {next(k for k in known if k.casefold() == near[0].casefold())!r}?" if near else ""
-    raise _Expected(f"there is no project {name!r}{hint} (`kelvin project list` shows them, "
-                    f"`kelvin project create {_quoted(name)}` makes it)")
+    Projects(service).require(name, f"`kelvin project list` shows them, `kelvin project create {_quoted(name)}`")
 
 
 def _quoted(name: str) -> str:
@@ -520,7 +572,7 @@ def _quoted(name: str) -> str:
 
 def _parser_of(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
     """The (sub)command's own parser, so that a usage error shows the usage of what was typed."""
-    for dest in ("command", "project_command", "settings_command", "gpu_command", "memory_command"):
+    for dest in ("command", "project_command", "settings_command", "gpu_command", "memory_command", "team_command"):
         name = getattr(args, dest, None)
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # noqa: SLF001
         if not name or not subs or name not in subs[0].choices:
@@ -588,9 +640,16 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
     from app.durable import UnsafePath
     from app.services.importer import ImportProblem
     from app.config import ConfigError
+    from app.memory.team_server import TeamServerError
+    from app.services.team import SyncBusy
 
     return (RecordError, ImportProblem, ConfigError, JournalError, IndexError_, EmbedderUnavailable,
-            OllamaUnavailable, CommandError, UnsafePath, SceneError, _Expected)
+            OllamaUnavailable, CommandError, UnsafePath, SceneError, TeamServerError, SyncBusy, _Expected)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -613,8 +672,14 @@ def _main(argv: list[str] | None) -> int:
     from app import config as config_mod
 
     service = None
+    data_dir = None
     try:
         settings = config_mod.load({"data_dir": args.data_dir, "project": args.project})
+        data_dir = settings.data_path()
+        if data_dir.exists() and not data_dir.is_dir():  # `--data-dir /dev/null`, a file
+            from app.problems import not_a_folder
+
+            raise _Expected(not_a_folder(data_dir))
         if args.self_test:
             from app import self_test
 
@@ -650,7 +715,17 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "project":
             return terminal.project(args, service)
         if args.command == "settings":
+            if getattr(args, "engine", None) is not None:  # a usage mistake (exit 2), with the engines there are
+                from app.services.memory import load_taxonomy
+
+                known = (*load_taxonomy().get("engines", {}), "any")
+                if args.engine.strip().casefold() not in ("none", "camera", ""):
+                    args.engine = _one_of(args.engine, known, "--engine")
             return terminal.settings(args, service)
+        if args.command == "team":
+            from app.cli.team import team
+
+            return team(args, service)
         if args.command == "scene":
             from app.cli import scene as scene_terminal
 
@@ -666,10 +741,20 @@ def _main(argv: list[str] | None) -> int:
         sys.stderr.write(f"kelvin: {exc}\n")
         return EXIT_ERROR
     except (OSError, RuntimeError) as exc:
-        # disk full, permissions, or a damaged index: plain words, and the way out
+        # a full disk, no permission, a read-only disk: its cause and its fix; else a damaged index
+        from app.problems import explain
+
         log.debug("storage error", exc_info=True)
-        sys.stderr.write(f"kelvin: the memory store could not be used: {exc}\n"
-                         "kelvin: if the index is damaged, `kelvin memory reindex` rebuilds it from the journal\n")
+        said = explain(exc, data_dir)
+        if said is None:
+            said = (f"the search index could not be used ({_one_line(exc)}); `kelvin memory reindex` rebuilds it from "
+                    "the journal" if isinstance(exc, RuntimeError) else f"the memory store could not be used: "
+                    f"{_one_line(exc)}")
+        sys.stderr.write(f"kelvin: {said}\n")
+        return EXIT_ERROR
+    except RecursionError:
+        sys.stderr.write("kelvin: the input is nested too deeply to read (more than a thousand levels); nothing "
+                         "was written\n")
         return EXIT_ERROR
     except KeyboardInterrupt as exc:
         from app.cli.terminal import Terminated

@@ -21,7 +21,8 @@ def session(history: Path | None, input=None, output=None):
         refuse_links(history)  # the history is written inside the data folder only
         if history.parent.is_dir() and not history.exists():
             history.touch(mode=0o600)
-    kept = FileHistory(str(history)) if history is not None and history.parent.is_dir() else InMemoryHistory()
+    kept = FileHistory(str(history)) if history is not None and history.parent.is_dir() and _regular(history) \
+        else InMemoryHistory()
     return PromptSession(history=kept, input=input, output=output, enable_history_search=False)
 
 
@@ -44,3 +45,14 @@ def line_reader(conversation, interactive: bool) -> Callable[[str], str]:
         return sessions[project].prompt(message)
 
     return read
+
+
+def _regular(path: Path) -> bool:
+    """A history file Kelvin may read and append to: a regular file, or none yet (never a FIFO or a link)."""
+    from app.durable import check_regular
+
+    try:
+        check_regular(path)
+        return True
+    except OSError:
+        return False

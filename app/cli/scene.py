@@ -83,6 +83,8 @@ def _from_json(raw: bytes, what: str, catalogue) -> Scene:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise SceneError(f"{what} is not JSON ({str(exc)[:80]})") from None
+    except RecursionError:
+        raise SceneError(f"{what} is nested too deeply to be a scene (a scene is a flat list of settings)") from None
     return read(data, catalogue)
 
 
@@ -96,7 +98,7 @@ def _print_diffs(diffs, title: str) -> None:
 
 
 def _diff_json(d, quote: str) -> dict:
-    return {"setting": d.name, "engine": d.key[0] or None, "parameter": d.key[1], "scene": d.scene,
+    return {"setting": d.name, "engine": d.key[0] or None, "parameter": d.key[1], "scope": d.key[2] or None, "scene": d.scene,
             "decided": d.decided, "decided_at": d.decided_at_ms, "by": d.by, "source_id": d.source_id or None,
             "quote": quote or None, "note": d.note or None, "driven": d.driven or None}
 

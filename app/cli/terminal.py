@@ -307,10 +307,10 @@ def project(args, memory) -> int:
 
 
 def settings(args, memory) -> int:
-    """``kelvin settings list|history|set|unset``."""
+    """``kelvin settings list|history|set|unset|adopt``."""
     from app.core.context import when
     from app.core.parameters import format_value
-    from app.services.settings_ledger import SettingsLedger, describe, engine_label
+    from app.services.settings_ledger import SettingsLedger, describe, question, setting_label, value_text
 
     ledger = SettingsLedger(memory)
     project = args.project
@@ -325,32 +325,50 @@ def settings(args, memory) -> int:
         else:
             for c in currents:
                 print(describe(c, with_source=True) + ("  [candidate]" if c.entry.candidate else ""))
+            asked = [c for c in currents if c.unsure]
+            if asked:
+                print(f"\nTo confirm ({len(asked)}): " + " · ".join(question(c) for c in asked)
+                      + "  (kelvin settings set NAME VALUE decides)")
         return EXIT_OK
     if cmd == "history":
         found = ledger.history(args.parameter, args.engine, project)
         if args.json:
-            print(json.dumps([{"engine": k[0] or None, "parameter": k[1],
+            print(json.dumps([{"engine": k[0] or None, "parameter": k[1], "scope": k[2] or None,
                                "current": (cur.to_json() if (cur := ledger.current_of(k, project)) else None),
                                "history": [e.to_json() for e in entries]} for k, entries in found],
                              ensure_ascii=False, indent=1))
             return EXIT_OK
-        for (engine, param), entries in found:
-            cur = ledger.current_of((engine, param), project)
-            title = " ".join(x for x in (engine_label(engine), entries[0].name if entries else param) if x)
-            print(f"{title}: now {format_value(cur.entry.value, cur.entry.unit) if cur else 'not set'}")
+        for key, entries in found:
+            cur = ledger.current_of(key, project)
+            title = setting_label(entries[0]) if entries else key[1]
+            now = value_text(cur) if cur else "not set"
+            print(f"{title}: now {now}")
             for e in entries:
-                mark = "→" if cur is not None and e.id == cur.entry.id else " "
+                mark = "→" if cur is not None and cur.decision is not None and e.id == cur.decision.id else \
+                    "?" if cur is not None and cur.pending is not None and e.id == cur.pending.id else " "
                 value = "(the current value)" if e.value is None and e.status == "rejected" else format_value(e.value, e.unit)
                 src = ("by hand" + (f": {clean_output(e.note)}" if e.note else "")) if e.by == "artist" else \
                     f"scene: {clean_output(e.note)}" if e.by == "scene" else (e.source_id or "")
-                print(f"  {mark} {when(e.ts_ms)}  {e.status:<9} {value:<14} {src}")
+                status = "in file" if e.by == "scene" else e.status + ("?" if not e.sure else "")
+                who = f"{clean_output(e.author)}, " if e.author else ""  # a shared project: who said it
+                print(f"  {mark} {who}{when(e.ts_ms)}  {status:<9} {value:<14} {src}")
         return EXIT_OK
     if cmd == "set":
-        entry = ledger.set(args.parameter, args.value, args.engine, project, note=args.note)
-        print(f"{' '.join(x for x in (engine_label(entry.engine), entry.name) if x)} = "
-              f"{format_value(entry.value, entry.unit)} (set by hand" + (f": {clean_output(entry.note)}" if entry.note else "")
-              + "; the history keeps what came before)")
+        entry = ledger.set(args.parameter, args.value, args.engine, project, note=args.note, scope=args.scope)
+        print(f"{setting_label(entry)} = {format_value(entry.value, entry.unit)} (set by hand"
+              + (f": {clean_output(entry.note)}" if entry.note else "") + "; the history keeps what came before)")
         return EXIT_OK
-    ledger.unset(args.parameter, args.engine, project)
-    print(f"{args.parameter}: no current value now (its history stays)")
+    if cmd == "adopt":
+        entry = ledger.adopt(args.parameter, args.engine, project, scope=args.scope)
+        print(f"{setting_label(entry)} = {format_value(entry.value, entry.unit)} ({clean_output(entry.note)}; "
+              "the history keeps what was decided before)")
+        return EXIT_OK
+    left = ledger.unset(args.parameter, args.engine, project, scope=args.scope)
+    if left is not None and left.decision is not None:  # never: an unset is the newest fact (ledger.in_order)
+        print(f"{args.parameter}: still {format_value(left.decision.value, left.decision.unit)} — not cleared",
+              file=sys.stderr)
+        return 1
+    held = f" (the last scene file holds {format_value(left.held.value, left.held.unit)})" \
+        if left is not None and left.held is not None else ""
+    print(f"{args.parameter}: no decided value now{held} (its history stays)")
     return EXIT_OK

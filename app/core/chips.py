@@ -22,12 +22,12 @@ from app.core.parameters import format_value, same_value
 
 APPLIED, PROPOSED, REJECTED = "applied", "proposed", "rejected"  # app.core.extraction's (not imported: the window's first paint)
 
-IN_USE, REPLACED, ELSEWHERE, SUGGESTED, ALREADY, TURNED_DOWN, NOT_IN_USE = (
-    "in_use", "replaced", "elsewhere", "suggested", "already", "turned_down", "not_in_use")
+IN_USE, REPLACED, ELSEWHERE, SUGGESTED, ALREADY, TURNED_DOWN, NOT_IN_USE, TO_CONFIRM = (
+    "in_use", "replaced", "elsewhere", "suggested", "already", "turned_down", "not_in_use", "to_confirm")
 WORDS = {IN_USE: "in use", REPLACED: "replaced by {now}", ELSEWHERE: "another engine", SUGGESTED: "suggested",
          ALREADY: "in use already", TURNED_DOWN: "turned down", NOT_IN_USE: "no longer in use",
-         "to_confirm": "to confirm"}
-ANSWERABLE = (SUGGESTED, REPLACED, ELSEWHERE, NOT_IN_USE, IN_USE, "to_confirm")
+         TO_CONFIRM: "to confirm"}
+ANSWERABLE = (SUGGESTED, REPLACED, ELSEWHERE, NOT_IN_USE, IN_USE, TO_CONFIRM)
 _RANK = {APPLIED: 0, PROPOSED: 1, REJECTED: 2}
 ENGINE_NAMES = {"vray": "V-Ray"}
 
@@ -50,24 +50,32 @@ class Chip:
     def label(self) -> str:
         e = self.entry
         engine = ENGINE_NAMES.get(e.engine, e.engine.capitalize())
-        return " ".join(x for x in (engine, (e.name or e.parameter).replace("_", " "), format_value(e.value, e.unit)) if x)
+        name = (e.name or e.parameter).replace("_", " ") + (f" ({e.scope})" if getattr(e, "scope", "") else "")
+        return " ".join(x for x in (engine, name, format_value(e.value, e.unit)) if x)
 
     @property
     def answerable(self) -> bool:
         return not self.answer and self.status in ANSWERABLE
 
     def restate(self, current) -> bool:
-        """Its status against ``current`` (the entry in force for its setting, or None); whether it changed."""
+        """Its status against ``current`` (app.core.ledger.Current for its setting — the decided value,
+        any value to confirm — or the entry in force, or None); whether it changed."""
         key = status_of(self.entry, current, self.engines)
-        said = words(key, current)
-        changed = (key, said) != (self.status, self.words)
-        self.status, self.words = key, said
+        said = words(key, getattr(current, "decision", current))
+        asks = getattr(current, "question", "") if key == TO_CONFIRM else ""
+        changed = (key, said, asks) != (self.status, self.words, self.question)
+        self.status, self.words, self.question = key, said, asks
         return changed
 
 
 def status_of(entry, current, engines: tuple[str, ...] = ()) -> str:
-    """The chip's status for ``entry`` (app.core.ledger.Entry), given ``current`` — the entry in force
-    for its setting (or None) — and the ``engines`` the turn is about (empty: any)."""
+    """The chip's status for ``entry`` (app.core.ledger.Entry), given ``current`` — the setting as the
+    ledger holds it (a Current: its decision, and the readings to confirm), or the entry in force, or
+    None — and the ``engines`` the turn is about (empty: any). A reading the ledger is unsure of asks
+    (issue 30): "to confirm", with the question."""
+    if getattr(current, "unsure", False) and any(d.id == entry.id for d in current.doubts):
+        return TO_CONFIRM
+    current = getattr(current, "decision", current)  # the value decided: what "in use" means
     if entry.status == APPLIED:
         if entry.engine and engines and entry.engine not in engines:
             return ELSEWHERE

@@ -31,7 +31,8 @@ HELP = """\
 /forget ID-or-words         drop a kept memory (by its id, or the one whose text matches the words)
 /memories                   list the kept memories
 /mode gpu|cpu|recall        answer on the GPU, on the CPU (leaves VRAM to the render), or from memory only
-/project [NAME]             show the project, or switch to NAME (created if new)
+/project [NAME]             show the project, or switch to NAME
+/project new NAME           start a new project called NAME and switch to it
 /projects                   list projects
 /rename NAME                rename the current project
 /new                        start a new conversation (all memory stays reachable)
@@ -47,6 +48,7 @@ class Command:
     name: str
     arg: str = ""
     category: str = ""  # /remember only
+    create: bool = False  # /project new NAME
 
 
 class CommandError(ValueError):
@@ -85,6 +87,11 @@ def parse(text: str) -> Command | None:
             Mode.parse(arg)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+    if name == "project" and arg.split(" ", 1)[0].lower() == "new":
+        rest = arg[3:].strip()
+        if not rest:
+            raise CommandError("type the new project's name: /project new Forest chase")
+        return Command(name, rest, create=True)
     if name == "rename" and not arg:
         raise CommandError("type the new name: /rename Forest chase")
     return Command(name, arg)

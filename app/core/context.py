@@ -88,28 +88,80 @@ def same_words(text: str) -> str:
     return " ".join(_WORDS.findall(text.casefold()))
 
 
+# words that say when, not what: the same question asked "on Monday" and "today" is one question
+_WHEN = {"today", "yesterday", "tomorrow", "tonight", "morning", "afternoon", "evening", "week", "weekend", "last",
+         "next", "ago", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue",
+         "tues", "wed", "thu", "thurs", "fri", "sat", "sun", "january", "february", "march", "april", "may", "june",
+         "july", "august", "september", "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul",
+         "aug", "sep", "sept", "oct", "nov", "dec", "am", "pm", "utc"}
+_SMALL = {"a", "an", "the", "and", "or", "but", "to", "of", "in", "on", "at", "for", "with", "we", "i", "you", "it",
+          "is", "are", "was", "were", "be", "did", "do", "does", "that", "this", "so", "what", "which", "our", "my",
+          "your", "me", "us", "again", "just", "there", "here", "have", "has", "had", "will", "would", "can", "could"}
+NEAR = 0.7  # two texts whose content words overlap this much (Jaccard) say the same thing
+NEAR_MIN_WORDS = 5  # below this, only the same words (up to numbers and dates) make a repeat
+
+
+def gist(text: str) -> str:
+    """A text reduced to what it says, not when: its words, lower-cased, every number, date word and
+    small word left out ("What GI clamp did we use on Monday, 24 Nov?" and "what GI clamp do we use
+    on 2026-11-25" have one gist)."""
+    return " ".join(w for w in _WORDS.findall(text.casefold()) if not w[0].isdigit() and w not in _WHEN
+                    and w not in _SMALL)
+
+
+def _content(text: str) -> frozenset[str]:
+    return frozenset(gist(text).split())
+
+
+class Seen:
+    """What the window holds, to leave out what would only repeat it: the same words, the same words up
+    to numbers and dates (a question asked again another day), or nearly the same content words (a
+    similar answer)."""
+
+    def __init__(self, texts=()):
+        self._same: set[str] = set()
+        self._gists: set[str] = set()
+        self._words: list[frozenset[str]] = []
+        for t in texts:
+            self.add(t)
+
+    def add(self, text: str) -> None:
+        self._same.add(same_words(text))
+        self._gists.add(gist(text))
+        words = _content(text)
+        if len(words) >= NEAR_MIN_WORDS:
+            self._words.append(words)
+
+    def same(self, text: str) -> bool:
+        """Said in the same words (a kept memory is left out only then: it is the durable copy)."""
+        return same_words(text) in self._same
+
+    def repeats(self, text: str) -> bool:
+        if same_words(text) in self._same or (gist(text) and gist(text) in self._gists):
+            return True
+        words = _content(text)
+        return len(words) >= NEAR_MIN_WORDS and any(len(words & w) / len(words | w) >= NEAR for w in self._words)
+
+
 def distinct(ing: Ingredients) -> tuple[tuple[Memory, ...], tuple[Message, ...], int]:
     """The memories and past messages worth their room: nothing the window holds already (the last
-    turns, the question, the pinned brief) and nothing twice (a question asked again, a message
-    kept as a memory too). Returns them and how many were left out."""
-    seen = {same_words(ing.question)} | {same_words(m.text) for m in ing.recent}
-    if ing.brief.strip():
-        seen.add(same_words(ing.brief))
+    turns, the question, the pinned brief) and nothing twice (a question asked again, on another day
+    too; a similar answer; a message kept as a memory too) — the first of each, the best ranked, is
+    kept. Returns them and how many were left out."""
+    seen = Seen([ing.question, *(m.text for m in ing.recent), *([ing.brief] if ing.brief.strip() else [])])
     skip_ids = {m.id for m in ing.recent} | {ing.question_id}
     memories, recalled, repeats = [], [], 0
     for m in ing.memories:
-        words = same_words(m.text)
-        if words in seen or (m.category == "brief" and ing.brief.strip()):  # the brief is pinned already
+        if seen.same(m.text) or (m.category == "brief" and ing.brief.strip()):  # the brief is pinned already
             repeats += 1
             continue
-        seen.add(words)
+        seen.add(m.text)
         memories.append(m)
     for m in ing.recalled:
-        words = same_words(m.text)
-        if m.id in skip_ids or words in seen:
+        if m.id in skip_ids or seen.repeats(m.text):
             repeats += 1
             continue
-        seen.add(words)
+        seen.add(m.text)
         recalled.append(m)
     return tuple(memories), tuple(recalled), repeats
 

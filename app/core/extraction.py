@@ -17,6 +17,9 @@ from dataclasses import dataclass, field, replace
 from app.core import parameters as P
 from app.core.answer_tables import compared
 from app.core.parameters import ANY, Catalogue, ParamSpec, Value
+from app.core.scopes import OBJECT_KEYS, scope_of
+from app.core.status_model import Sentence, StatusModel, locate
+from app.core.status_model import read as read_status
 
 APPLIED, PROPOSED, REJECTED = "applied", "proposed", "rejected"
 STATUSES = (APPLIED, PROPOSED, REJECTED)
@@ -31,7 +34,7 @@ _JOIN = {"@", "already", "still", "currently", "all", "actually", "locked", "rea
 _BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and", "on"}  # "did 10 on the clamp"
 
 _QUESTION_START = {"should", "could", "can", "would", "what", "how", "shall", "is", "does", "do", "why", "which"}
-_PROPOSAL = ("try", "trying", "maybe", "perhaps", "could", "might", "what if", "what about", "how about",
+_PROPOSAL = ("idea", "try", "trying", "maybe", "perhaps", "could", "might", "what if", "what about", "how about",
              "consider", "thinking about", "thinking of", "suggest", "recommend", "i'd", "i would", "you'd",
              "start with", "worth", "experiment", "test with", "testing", "let's see if", "see if", "option",
              "would", "probably", "possibly", "wondering", "planning", "plan to", "want to try",
@@ -118,11 +121,18 @@ class Mention:
     restore: bool = False  # said as a return to an earlier value ("back to 25")
     confirmed: bool = field(default=False, compare=False)  # a proposal taken by "ok"/"done", its value unsaid
     before: bool = False  # the value in use before a change this message tells ("from 2000 to 4000": 2000)
+    scope: str = ""  # the named light, camera, output or object it belongs to ("" render-wide)
+    sure: bool = True  # False: the reading is unsure, the ledger asks before taking it as decided
+    sentence: int = field(default=-1, compare=False)  # the sentence of the message it was read in
+    guessed: str = field(default="", compare=False)  # a loose value the rules did not read, offered to the
+    # status model with the parameter it most likely belongs to: "named" (in its sentence), "sentence"
+    # (read there with another value), "context" (talked about just before)
 
     def to_json(self) -> dict:
         value = list(self.value) if isinstance(self.value, tuple) else self.value
         return {"engine": self.engine or None, "parameter": self.parameter, "value": value, "unit": self.unit,
-                "status": self.status, **({"candidate": True} if self.candidate else {})}
+                "status": self.status, **({"candidate": True} if self.candidate else {}),
+                **({"scope": self.scope} if self.scope else {}), **({} if self.sure else {"sure": False})}
 
 
 @dataclass(frozen=True)
@@ -145,8 +155,10 @@ class _Found:
 
 
 class Extractor:
-    def __init__(self, catalogue: Catalogue):
+    def __init__(self, catalogue: Catalogue, status_model: StatusModel | None = None):
         self.cat = catalogue
+        self.status_model = status_model  # how statuses are read (None: by the rules alone)
+        self.guess = False  # offer loose values to the status model (on whenever there is one)
         vocab = {w for words in list(catalogue._phrases) + list(catalogue.engines) for w in words if w.isalpha()}
         self._vocab = vocab
         self._engine_words = {words[0] for words in catalogue.engines if len(words) == 1}
@@ -196,7 +208,10 @@ class Extractor:
         said_in: dict[int, int] = {}  # id(mention) → the sentence it was said in
         past: set[int] = set()  # the sentences told in the past tense ("out-of-core was off")
         before: list[str] = []  # the previous sentence's words
-        for n_sentence, sentence in enumerate(_sentences(text)):
+        sentences = _sentences(text)
+        said = [Sentence(x, self.cat) for x in sentences]  # tokens and names, worked out once if needed
+        guesses: list[Mention] = []
+        for n_sentence, sentence in enumerate(sentences):
             toks = [self._fix(t) for t, _ in P.tokens(sentence)]
             if not toks:
                 continue
@@ -230,6 +245,9 @@ class Extractor:
                     grew = True
             if grew:
                 here_so_far = tuple(named.values()) + tuple(s for k, s in mentioned.items() if k not in named)
+            got = [replace(m, sentence=n_sentence, scope=self._scope(m, said[n_sentence])) for m in got]
+            if self.guess or self.status_model is not None:
+                guesses += self._guesses(toks, found, got, engine_ctx, running, status, n_sentence)
             out.extend(got)
             said_in.update((id(m), n_sentence) for m in got)
             if {"was", "were"} & set(toks):
@@ -239,6 +257,9 @@ class Extractor:
         out = [m for m in out if not (m.before and (m.engine, m.parameter, repr(m.value)) in turned)]  # "25 was too noisy, now 10"
         if any(m.before for m in out) and complains(text):  # "too blue, so I changed it from 7500K to 6000K"
             out = [replace(m, status=REJECTED) if m.before else m for m in out]
+        out += guesses
+        if self.status_model is not None:
+            out = read_status(self.status_model, out, said, role, ctx, self.cat)
         proposals = tuple(m for m in out if m.status == PROPOSED and not m.candidate)
         applied = tuple(m for m in out if m.status == APPLIED and not m.candidate)
         new_ctx = Context(
@@ -346,6 +367,59 @@ class Extractor:
                     if m.status != REJECTED]
         if names_engine and engine_ctx:
             out += self._candidates(toks, found, used, status, engine_ctx)
+        return out
+
+    def _scope(self, m: Mention, said: Sentence) -> str:
+        """The named light, camera, output or object the value belongs to ("" render-wide)."""
+        spec = self.cat.specs.get((m.engine, m.parameter))
+        if spec is None or m.candidate:
+            return ""
+        if not (spec.key in OBJECT_KEYS or _FOR_NAMED.search(said.text)):
+            return ""  # a render setting said with no "on/for the … frames|layer": render-wide
+        toks: list[str] = []
+        end = 0
+        for tok, at in said.toks:  # the words, with the clause marks the tokens leave out
+            if re.search(r"[,;—–(]|\s-\s", said.text[end:at]):
+                toks.append(",")
+            toks.append(tok)
+            end = at + len(tok)
+        where = locate(m, said, self.cat)
+        if where < 0 and m.value is not None and not isinstance(m.value, bool):
+            return ""
+        at = -1 if where < 0 else _nth_word(toks, where)
+        names = [(_nth_word(toks, s), _nth_word(toks, e - 1) + 1) for s, e in said.names(spec.ident)]
+        return scope_of(spec, toks, at, names)
+
+    def _guesses(self, toks: list[str], found, got: list[Mention], engine: str, ctx: Context, status: str,
+                 n_sentence: int) -> list[Mention]:
+        """Numbers in a sentence that the rules read as nothing, each with the parameter it most likely
+        belongs to — one named before it in the sentence, else one read in the sentence, else one
+        talked about just before — for the status model to judge ("2400 tried, still a tiny bit. went
+        3200": 2400 is the max samples' too). Never times, frames, versions or sizes."""
+        out: list[Mention] = []
+        named = [(s, self._resolve(w, engine)) for s, _, w in found if not isinstance(w, str)]
+        named = [(s, spec) for s, spec in named if spec is not None and spec.kind in ("int", "number")]
+        read = [self.cat.specs.get((m.engine, m.parameter)) for m in got]
+        read = [spec for spec in read if spec is not None and spec.kind in ("int", "number")]
+        values = [m.value for m in got if isinstance(m.value, (int, float)) and not isinstance(m.value, bool)]
+        for i, tok in enumerate(toks):
+            num = P.parse_number(tok)
+            if num is None or _not_a_value(toks, i) or (i > 0 and toks[i - 1] in ("f", "x", "#")):
+                continue
+            if any(P.same_value(num.value, v) for v in values) or any(t in self._engine_words for t in toks[i - 1:i]):
+                continue
+            if not named and self._other_subject(toks, i, set()):
+                continue  # "Density back to 2.2": something the catalogue does not know
+            choices = [("named", spec) for s, spec in sorted(named, key=lambda p: (p[0] > i, abs(i - p[0])))]
+            choices += [("sentence", spec) for spec in read]
+            if not any(not isinstance(w, str) for _, _, w in found):  # a sentence naming no parameter at all
+                choices += [("context", spec) for spec in reversed(ctx.last[-3:])]
+            for how, spec in choices:
+                got_value = P.number_for(spec, num) if spec.kind in ("int", "number") else None
+                if got_value is not None:
+                    out.append(replace(_mention(spec, got_value[0], got_value[1], status), sentence=n_sentence,
+                                       guessed=how))
+                    break
         return out
 
     def _under_heading(self, toks: list[str], engine: str) -> list[str]:
@@ -569,8 +643,8 @@ class Extractor:
             if got is not None and i + got[2] <= start:
                 used.update(range(i, i + got[2]))
                 return got[0], got[1], False
-            if toks[i] not in _BEFORE_JOIN and toks[i] != "for":  # "went with 4k for texture resolution"
-                break
+            if toks[i] not in _BEFORE_JOIN and toks[i] != "for" and toks[i] not in spec.units:
+                break  # "went with 4k for texture resolution", "45 degrees elevation"
         return None
 
     def _with_switch(self, spec: ParamSpec, toks: list[str], j: int, used: set[int], status: str) -> list[Mention]:
@@ -657,6 +731,8 @@ class Extractor:
         if not num.unit and nxt in _NOT_VALUES and nxt not in spec.units and nxt != spec.unit.lower() \
                 and i + 1 != name_at and not _label_before(toks, i + 1):  # "512 min samples": the parameter's own name
             return None
+        if not num.unit and nxt in _OTHER_UNITS and nxt not in spec.units and nxt != spec.unit.lower():
+            return None  # "power 150 W" is the light's power in watts, not its multiplier
         width = 1
         if not num.unit and nxt and (nxt in spec.units or nxt == spec.unit.lower() and nxt):
             num = P.Number(num.value, nxt, num.is_int)
@@ -697,6 +773,8 @@ class Extractor:
             if i in used:
                 break
             b = P.bool_word(toks[i])
+            if toks[i] == "on" and toks[i + 1:i + 2] and toks[i + 1] in _DETERMINERS:
+                break  # "depth of field on the dial": a place, not a switch
             if b is not None and toks[i] not in ("no", "none"):
                 used.add(i)
                 for k in range(i + 1, min(len(toks), i + 4)):  # "was off, on now", "off before, now on"
@@ -865,7 +943,8 @@ class Extractor:
             nxt = toks[i + 1] if i + 1 < len(toks) else ""
             if num is not None and "->" in toks[i + 1:i + 3]:
                 continue  # "6500 K -> 5500 K": the value it was
-            unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm", "k") else "")
+            unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm", "k", "w") else "")
+            unit = "w" if unit in ("watt", "watts") or (num and not unit and nxt in ("watt", "watts")) else unit
             if num is not None and (num.unit or nxt) in _DEGREES and (
                     _HDRI_WORDS & set(toks) or {"rotated", "rotation", "rotate"} & set(toks) and not _LIGHT_WORDS & set(toks)):
                 unit = "°"  # "the dome's rotated 45 degrees", "hdri at 172 deg"
@@ -875,7 +954,8 @@ class Extractor:
                    else "shutter_speed" if _SHUTTER.fullmatch(tok) and nxt not in _NOT_SHUTTER
                    and (i == 0 or toks[i - 1] not in ("the", "of") or toks[i - 2:i] == ["instead", "of"])
                    else (kelvin_for or ("white_balance" if balance else "light_temperature")) if unit == "k"
-                   else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate", "°": "hdri_rotation"}.get(unit))
+                   else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate", "°": "hdri_rotation",
+                         "w": "light_power"}.get(unit))
             if key == "focal_length" and (not 4 <= num.value <= 2400 or nxt in _SIZE_AFTER
                                           or toks[i + 1:i + 2] == ["mm"] and toks[i + 2:i + 3] and toks[i + 2] in _SIZE_AFTER):
                 key = None  # "the crystal is 1.2mm thick", "12 mm thick glass": a size, not a lens
@@ -1161,6 +1241,11 @@ _PRODUCTS = {"octane", "redshift", "arnold", "cycles", "vray", "v-ray", "karma",
 _COMPARED = {"match", "matching", "like", "than", "vs", "versus", "compared", "unlike", "similar"}
 _LEFT_FROM = {"come", "coming", "came", "switching", "switched", "moved", "moving", "migrating", "migrated", "converted",
               "converting", "ported", "porting"}  # "having come from V-Ray": the engine left behind
+_FOR_NAMED = re.compile(r"\b(?:on|for|in)\s+(?:the\s+|my\s+|our\s+)?[\w-]+(?:\s+[\w-]+){0,2}\s+"
+                        r"(?:frames|shots|renders|stills|layer|output|versions?|plates?)\b|_", re.IGNORECASE)
+_DETERMINERS = {"the", "a", "an", "my", "our", "this", "that", "these", "those", "all", "every", "both", "each", "his",
+                "her", "their", "your"}
+_OTHER_UNITS = {"w", "watt", "watts", "kelvin", "mm", "ev", "degrees", "°"}  # a number said with one is that unit's
 _HDRI_WORDS = {"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}
 _DEGREES = {"°", "deg", "degrees", "degree"}
 _CAMERA_WORDS = {"camera", "cam", "wb", "balance"}
@@ -1542,6 +1627,17 @@ def _confirms(low: str, toks: list[str]) -> bool:
     return len(toks) <= 14 and _has(low, _CONFIRM)
 
 
+def _nth_word(toks: list[str], n: int) -> int:
+    """Where the n-th word (not counting clause marks) is in ``toks``."""
+    seen = -1
+    for i, t in enumerate(toks):
+        if t != ",":
+            seen += 1
+            if seen == n:
+                return i
+    return len(toks) - 1
+
+
 def _mention(spec: ParamSpec, value: Value, unit: str, status: str) -> Mention:
     return Mention(engine=spec.engine, parameter=spec.key, value=value, unit=unit, status=status, name=spec.name,
                    domain=spec.domain)
@@ -1551,7 +1647,7 @@ def _with_rejections(mentions: list[Mention]) -> list[Mention]:
     """"back to 25" also turns down the value in force, unless the message rejected one already."""
     out: list[Mention] = []
     for m in mentions:
-        if m.restore and not any(x.status == REJECTED and (x.engine, x.parameter) == (m.engine, m.parameter)
+        if m.restore and not any(x.status == REJECTED and (x.engine, x.parameter, x.scope) == (m.engine, m.parameter, m.scope)
                                  for x in mentions):
             out.append(replace(m, value=None, status=REJECTED, restore=False))
         out.append(m)
@@ -1567,10 +1663,10 @@ def _replaced(mentions: list[Mention], said_in: dict[int, int], past: set[int] =
     out = []
     for n, m in enumerate(mentions):
         if m.status == APPLIED and not m.candidate and not m.restore and not m.before and any(
-                (x.engine, x.parameter) == (m.engine, m.parameter) and x.status == APPLIED and not x.restore
+                (x.engine, x.parameter, x.scope) == (m.engine, m.parameter, m.scope) and x.status == APPLIED and not x.restore
                 and not P.same_value(x.value, m.value) and said_in.get(id(x), 0) > said_in.get(id(m), 0)
                 for x in mentions[n + 1:]) and not any(
-                (x.engine, x.parameter, x.status) == (m.engine, m.parameter, REJECTED) for x in mentions):
+                (x.engine, x.parameter, x.scope, x.status) == (m.engine, m.parameter, m.scope, REJECTED) for x in mentions):
             if m.confirmed or isinstance(m.value, bool) and said_in.get(id(m)) in past:
                 continue  # "out-of-core was off; I've turned it on": how it was, not a value tried
             m = replace(m, status=REJECTED)
@@ -1584,7 +1680,7 @@ def _dedupe(mentions: list[Mention]) -> list[Mention]:
     seen: dict[tuple, int] = {}
     out: list[Mention] = []
     for m in mentions:
-        key = (m.engine, m.parameter, m.status, m.candidate, m.before,
+        key = (m.engine, m.parameter, m.scope, m.status, m.candidate, m.before,
                repr(m.value) if m.status == PROPOSED else None)
         if key in seen:
             out[seen[key]] = m

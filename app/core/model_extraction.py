@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from app.core.extraction import APPLIED, PROPOSED, REJECTED, Mention
-from app.core.parameters import ANY, Catalogue, parse_value
+from app.core.parameters import ANY, Catalogue, check_value, parse_value
 
 MAX_ITEMS = 12
 SCHEMA = {
@@ -69,7 +69,7 @@ def check(output: str, role: str, cat: Catalogue) -> list[Mention]:
         if raw is None or isinstance(raw, (list, dict)):
             continue
         try:
-            value, unit = parse_value(spec, str(raw))
+            value, unit = check_value(spec, *parse_value(spec, str(raw)[:200]))
         except ValueError:
             continue
         out.append(Mention(engine=spec.engine, parameter=spec.key, value=value, unit=unit, status=status,

@@ -216,9 +216,23 @@ def resolution(tok: str) -> str | None:
     return f"{int(m.group(1))}x{int(m.group(2))}"
 
 
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def same_value(a: Value, b: Value) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
-        return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(a)))
+    """Whether two values are the same setting value (numbers within a billionth). Never raises: a
+    number too large for a float is compared exactly."""
+    if _is_number(a) and _is_number(b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
+        try:
+            fa, fb = float(a), float(b)
+        except OverflowError:
+            return False
+        if not (math.isfinite(fa) and math.isfinite(fb)):
+            return fa == fb
+        return abs(fa - fb) <= 1e-9 * max(1.0, abs(fa))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
     return a == b
@@ -246,7 +260,99 @@ def format_value(value: Value, unit: str = "") -> str:
     return text
 
 
-_SHORT_VALUES = {"bf", "lc", "ic", "ipc", "pt", "dl", "oidn"}  # abbreviations artists say alone ("bf + lc")
+# ---- what the ledger can hold ----------------------------------------------------------------------
+MAX_HELD_INT = 2**63 - 1  # what every reader of the ledger (JSON, Arrow, SQL) holds as a whole number
+MAX_HELD_TEXT = 200
+MAX_HELD_PARTS = 4  # a range is two numbers; nothing a setting holds has more parts
+
+
+def holdable(value: object) -> str:
+    """"" when the ledger can keep ``value`` and compare it with others; else why not, in words.
+    A value that passes is safe for every later step: JSON, the journal's UTF-8, the comparisons."""
+    if value is None or isinstance(value, bool):
+        return ""
+    if isinstance(value, int):
+        return "" if abs(value) <= MAX_HELD_INT else f"a number of {len(str(abs(value)))} digits, too large to compare"
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else "not a finite number"
+    if isinstance(value, str):
+        if len(value) > MAX_HELD_TEXT:
+            return f"{len(value):,} characters of text (at most {MAX_HELD_TEXT})"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "text that is not valid Unicode (a lone surrogate)"
+        return ""
+    if isinstance(value, (list, tuple)):
+        if len(value) > MAX_HELD_PARTS or any(isinstance(v, (list, tuple, dict)) for v in value):
+            return "a list no setting holds"
+        return next((why for v in value if (why := holdable(v))), "")
+    return f"a {type(value).__name__}, not a setting's value"
+
+
+def check_value(spec: ParamSpec, value: Value, unit: str = "") -> tuple[Value, str]:
+    """``value`` checked against the parameter's kind and range: (value, unit) as the ledger keeps it
+    (a list becomes a tuple), or ValueError saying why it cannot be this parameter's value."""
+    why = holdable(value)
+    if why:
+        raise ValueError(why)
+    if isinstance(value, list):
+        value = tuple(value)
+
+    def in_range(x: object, whole: bool) -> None:
+        if not _is_number(x) or (whole and not isinstance(x, int) and not (isinstance(x, float) and x.is_integer())):
+            raise ValueError(f"{spec.name} takes a {'whole ' if whole else ''}number, not {x!r}")
+        if spec.min is not None and x < spec.min or spec.max is not None and x > spec.max:
+            raise ValueError(f"{format_value(x)} is outside {spec.name}'s range"
+                             f" ({format_value(spec.min) if spec.min is not None else '…'}"
+                             f"–{format_value(spec.max) if spec.max is not None else '…'})")
+
+    kind = spec.kind
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"{spec.name} is on or off, not {value!r}")
+    elif kind == "int":
+        in_range(value, True)
+        value = int(value)  # type: ignore[arg-type]
+    elif kind == "number":
+        in_range(value, False)
+    elif kind == "range":
+        parts = value if isinstance(value, tuple) else (value,)
+        if not 1 <= len(parts) <= 2:
+            raise ValueError(f"{spec.name} is a number or a range of two")
+        for x in parts:
+            in_range(x, False)
+    elif kind == "enum":
+        if not isinstance(value, str) or value not in spec.values:
+            raise ValueError(f"{spec.name} is one of: {', '.join(v.replace('_', ' ') for v in spec.values)}")
+    elif kind == "resolution":
+        if not isinstance(value, str) or resolution(value) != value:
+            raise ValueError(f"{spec.name} is written WIDTHxHEIGHT, e.g. 1920x1080")
+    elif kind == "text":
+        if not isinstance(value, str) or len(value) > 100:
+            raise ValueError(f"{spec.name} is a short text")
+    return value, unit if isinstance(unit, str) and len(unit) <= 20 else ""
+
+
+def as_candidate(value: object) -> tuple[Value, str]:
+    """A value the ledger keeps as a candidate: as it is when it can be held, else as a short text
+    (a 400-digit number becomes "99999999…9 (400 digits)"), with why in words ("" if kept as is)."""
+    why = holdable(value)
+    if not why:
+        return (tuple(value) if isinstance(value, list) else value), ""  # type: ignore[return-value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = str(abs(value))
+        text = ("-" if value < 0 else "") + digits[:12] + "…" + digits[-2:] + f" ({len(digits)} digits)"
+    elif isinstance(value, str):
+        text = value.encode("utf-8", "replace").decode("utf-8")[:MAX_HELD_TEXT]
+        text = "".join(ch for ch in text if ch.isprintable())[:MAX_HELD_TEXT]
+    else:
+        text = "".join(ch for ch in repr(value) if ch.isprintable())[:60]
+    return text, f"kept as text: {why}"
+
+
+_SHORT_VALUES = {"bf", "lc", "ic", "ipc", "pt", "dl", "oidn", "agx"}  # abbreviations artists say alone ("bf + lc")
+_NEVER_ALONE = {"standard"}  # ordinary words that are an enum value only beside their parameter's name
 
 
 # ---- the catalogue --------------------------------------------------------------------------------
@@ -279,6 +385,7 @@ class Catalogue:
                 for phrase in {value.replace("_", " "), *says}:
                     words = word_tokens(phrase)
                     if words and (len(words) > 1 or len(words[0]) >= 4 or words[0] in _SHORT_VALUES) \
+                            and words[0] not in _NEVER_ALONE \
                             and (s, value) not in self._bare.get(words, []):
                         self._bare.setdefault(words, []).append((s, value))
         self._bare_longest = max((len(w) for w in self._bare), default=1)

@@ -9,9 +9,10 @@ import hashlib
 import re
 import unicodedata
 
-from app.core.records import RecordError
+from app.core.records import RecordError, check_name
 
-MAX_PROJECT_CHARS = 64
+MAX_PROJECT_CHARS = 64  # of a folder name; longer names get a short digest instead of the rest
+MAX_NAME_CHARS = 128  # of a project's name as the artist gives it
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
 
 
@@ -38,3 +39,21 @@ def folder_name(name: str) -> str:
     if slug.split(".")[0] in _WINDOWS_RESERVED:
         slug = "_" + slug
     return slug
+
+
+def check_project(name: object) -> str:
+    """A project's name as given (stripped), refused in one sentence when it cannot be one: the same
+    rule wherever a name comes from (``--project``, ``/project``, the window, an import's lines)."""
+    name = check_name(name, "project")
+    if len(name) > MAX_NAME_CHARS:
+        raise RecordError(f"project name is too long ({len(name)} characters; keep it to {MAX_NAME_CHARS})")
+    folder_name(name)
+    return name
+
+
+def same_project(a: str, b: str) -> bool:
+    """Whether two names are one project: compared as the folder is made (case, accents, spaces, dashes)."""
+    try:
+        return folder_name(a) == folder_name(b)
+    except RecordError:
+        return a == b

@@ -8,6 +8,10 @@ import threading
 from typing import IO
 
 from app.core.vram import Sample
+from app.inputs import InputProblem, lines
+
+MAX_TRACE_BYTES = 512 * 2**20  # a day of samples at 250 ms is ~100 MB
+MAX_LINE_BYTES = 2**20  # one reading: a few GPUs and their processes
 
 
 class TraceError(ValueError):
@@ -17,23 +21,22 @@ class TraceError(ValueError):
 def read_trace(path: Path) -> list[Sample]:
     """Every sample of a trace, in order. Blank lines are skipped; anything else that is not a
     sample, or a clock that runs backwards, stops with the line number."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceError(f"no trace at {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(f"cannot read the trace {path}: {exc}") from None
+    if not Path(path).exists():
+        raise TraceError(f"no trace at {path}")
     out: list[Sample] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            s = Sample.from_json(json.loads(line))
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            raise TraceError(f"{path}, line {n}: not a GPU sample ({exc})") from None
-        if out and s.t < out[-1].t:
-            raise TraceError(f"{path}, line {n}: time goes backwards ({s.t} after {out[-1].t})")
-        out.append(s)
+    try:  # in bounded pieces: /dev/urandom or a runaway file cannot fill memory
+        for n, line in lines(path, "a GPU trace", MAX_TRACE_BYTES, MAX_LINE_BYTES):
+            if not line.strip():
+                continue
+            try:
+                s = Sample.from_json(json.loads(line))
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+                raise TraceError(f"{path}, line {n}: not a GPU sample ({str(exc)[:120]})") from None
+            if out and s.t < out[-1].t:
+                raise TraceError(f"{path}, line {n}: time goes backwards ({s.t} after {out[-1].t})")
+            out.append(s)
+    except InputProblem as exc:
+        raise TraceError(str(exc)) from None
     if not out:
         raise TraceError(f"{path} holds no samples")
     return out

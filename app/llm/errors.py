@@ -47,6 +47,18 @@ class StreamCut(ModelServerUnavailable):
         self.partial = partial
 
 
+class ServerBusy(ModelServerUnavailable):
+    """The model server is busy with others' requests (a studio's shared GPU box): a wait, not a failure."""
+
+
+def remote(host: str) -> bool:
+    """Whether the model server is another machine (the studio's GPU box) rather than this one."""
+    from urllib.parse import urlsplit
+
+    name = (urlsplit(host if "://" in host else f"http://{host}").hostname or "").lower()
+    return name not in ("", "localhost", "127.0.0.1", "::1", "0.0.0.0") and not name.startswith("127.")
+
+
 class ServerError(ModelServerUnavailable):
     """Any other refusal; ``status`` is the HTTP status (-1 when sent inside a stream)."""
 
@@ -87,6 +99,11 @@ def _refusal(exc: ollama.ResponseError, host: str, model: str) -> ModelServerUna
                             f"run `ollama pull {model}` (Kelvin can pull it for you)", model)
     if oom := out_of_memory(text, model):
         return oom
+    if exc.status_code == 503 or "server busy" in text.lower():
+        if remote(host):
+            return ServerBusy(f"waiting for the studio's model server ({host}): it is answering other artists; "
+                              "ask again in a moment")
+        return ServerBusy(f"Ollama at {host} is busy with other requests; ask again in a moment")
     status = f"status {exc.status_code}" if exc.status_code > 0 else "mid-reply"
     return ServerError(f"Ollama at {host} refused the request for {model!r} ({status}): {text}",
                        exc.status_code)

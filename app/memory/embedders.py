@@ -15,7 +15,6 @@ import threading
 from pathlib import Path
 from typing import Literal, Protocol, Sequence
 
-from app.llm.errors import TRANSPORT_ERRORS, explain
 
 log = logging.getLogger("kelvin.embedders")
 
@@ -57,12 +56,11 @@ class OllamaEmbedder:
     BATCH = 64
 
     def __init__(self, model: str, host: str, timeout_s: float = 30.0):
-        import ollama
-
         self.model = model
         self.host = host
         self.spec = f"ollama:{model}"
-        self._client = ollama.Client(host=host, timeout=timeout_s)
+        self._timeout = timeout_s
+        self._client = None  # made at the first call: the client's import (0.3–0.7 s) is paid only by what embeds
         self._dim: int | None = None
         self._prefix = model.split(":")[0].startswith("nomic-embed")
         self.cpu = False  # the VRAM guard moved Kelvin off the GPU: embed on the CPU (num_gpu 0)
@@ -76,6 +74,12 @@ class OllamaEmbedder:
         if self._prefix:
             tag = "search_query: " if kind == "query" else "search_document: "
             texts = [tag + t for t in texts]
+        from app.llm.errors import TRANSPORT_ERRORS, explain
+
+        if self._client is None:
+            import ollama
+
+            self._client = ollama.Client(host=self.host, timeout=self._timeout)
         out: list[list[float]] = []
         for i in range(0, len(texts), self.BATCH):
             try:
@@ -91,7 +95,8 @@ class OllamaEmbedder:
         return out
 
     def close(self) -> None:
-        self._client.close()
+        if self._client is not None:
+            self._client.close()
 
 
 class OpenAIEmbedder:

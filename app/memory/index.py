@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Iterable, Sequence
 
-import pyarrow as pa
-
 from app.core import chunking
 from app.core.records import Memory, Message, Tags
 
@@ -33,7 +31,8 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 
 CHUNKS = "chunks"
 MEMORIES = "memories"
-INDEX_FORMAT = 2  # 2: search_text (speaker, chunk, the message before), stemmed, no stop words
+INDEX_FORMAT = 3  # 2: search_text (speaker, chunk, the message before), stemmed, no stop words; 3: the
+# message before only where the message answers it (app.memory.index.answers)
 # English stemming ("flickers" finds "flicker") and no stop words ("what did she do" is "she do")
 FTS_OPTIONS = dict(with_position=False, language="English", stem=True, remove_stop_words=True, lower_case=True,
                    ascii_folding=True)
@@ -47,6 +46,22 @@ _CHUNK_COLS = ["chunk_id", "message_id", "chunk_index", "n_chunks", "project", "
                "search_text"]
 _LEG_COLS = ["message_id", "ts_ms", "text", "n_chunks", "status"]  # what ranking needs; winners are fetched whole
 _MEMORY_COLS = ["id", "project", "text", "category", "ts_ms", "source_id"]
+
+
+def version_on_disk(uri: str, table: str = CHUNKS) -> int | None:
+    """The newest version of a local table, read from its manifests' names without LanceDB (1.5 s to
+    import): None for an index elsewhere (``s3://…``) or none at all. Lance names a manifest after
+    its version (``N.manifest``) or, since 0.2x, after ``2**64 - 1 - N`` so the newest sorts first."""
+    if "://" in uri:
+        return None
+    try:
+        names = os.listdir(os.path.join(uri, f"{table}.lance", "_versions"))
+    except OSError:
+        return None
+    numbers = [int(n[: -len(".manifest")]) for n in names if n.endswith(".manifest") and n[: -len(".manifest")].isdigit()]
+    if not numbers:
+        return None
+    return max((2**64 - 1 - n) if n >= 2**63 else n for n in numbers)
 
 
 class IndexError_(RuntimeError):
@@ -84,10 +99,14 @@ class Filters:
 
 
 def _vector_field(dim: int) -> pa.Field:
+    import pyarrow as pa  # (imported by what writes or searches the index: 0.3 s that a listing need not pay)
+
     return pa.field("vector", pa.list_(pa.float32(), dim), nullable=True)
 
 
 def _chunk_schema(dim: int) -> pa.Schema:
+    import pyarrow as pa
+
     fields = [pa.field(c, pa.string()) for c in _CHUNK_COLS]
     for i, c in enumerate(_CHUNK_COLS):
         if c in ("chunk_index", "n_chunks", "priority"):
@@ -100,6 +119,8 @@ def _chunk_schema(dim: int) -> pa.Schema:
 
 
 def _memory_schema(dim: int) -> pa.Schema:
+    import pyarrow as pa
+
     fields = [pa.field(c, pa.int64() if c == "ts_ms" else pa.string()) for c in _MEMORY_COLS]
     if dim:
         fields.append(_vector_field(dim))
@@ -122,6 +143,32 @@ def search_text(speaker: str, part: str, before: str = "") -> str:
 def context_of(text: str) -> str:
     """What of a message stands in the search_text of the message after it: its opening."""
     return chunking.split(text)[0][:CONTEXT_CHARS]
+
+
+NOT_ANSWERS = ("failed", "recall")  # an empty reply, or one quoting other messages: it answers nothing
+
+
+def _field(x, name: str) -> str:
+    return str(getattr(x, name, "") if isinstance(x, Message) else x.get(name, "") or "")
+
+
+def answers(prev, cur) -> bool:
+    """Whether ``cur`` (a Message or an index row) answers ``prev``, the message before it in its
+    conversation: said by someone else (another speaker, or the other side of the chat), and neither is
+    a non-answer (an empty reply, a quote from memory). A message that follows its own speaker's
+    question — a second question, a new topic — does not ride on it."""
+    if prev is None:
+        return False
+    if _field(prev, "status") in NOT_ANSWERS or _field(cur, "status") in NOT_ANSWERS:
+        return False
+    return (_field(prev, "role"), said_by(_field(prev, "speaker"))) != \
+        (_field(cur, "role"), said_by(_field(cur, "speaker")))
+
+
+def context_for(prev, cur) -> str:
+    """What of the message before stands in a message's searched text: its opening, when the message
+    answers it (so an answer is found by its question's words), else nothing."""
+    return context_of(_field(prev, "text")) if answers(prev, cur) else ""
 
 
 def embed_text(speaker: str, part: str) -> str:
@@ -253,6 +300,8 @@ class ProjectIndex:
         if self.vector_dim():
             for row in rows:
                 row["vector"] = (vectors or {}).get(row["chunk_id"])
+        import pyarrow as pa
+
         table = pa.Table.from_pylist(rows, schema=self._chunks.schema)
         if upsert:
             # replay after a crash: a message may be half there (some chunks) or whole; replace it
@@ -298,6 +347,8 @@ class ProjectIndex:
         """New search_text for chunks (by chunk id): a message's neighbour changed."""
         if not texts or self._fts_column != "search_text":
             return
+        import pyarrow as pa
+
         data = pa.table({"chunk_id": list(texts), "search_text": list(texts.values())})
         self._chunks.merge_insert("chunk_id").when_matched_update_all().execute(data)
         self.writes_since_optimize += 1
@@ -352,6 +403,8 @@ class ProjectIndex:
             return
         key = "chunk_id" if table == CHUNKS else "id"
         tbl = self._chunks if table == CHUNKS else self._memories
+        import pyarrow as pa
+
         data = pa.table({key: list(vectors), "vector": pa.array(list(vectors.values()),
                                                                pa.list_(pa.float32(), self.vector_dim()))})
         tbl.merge_insert(key).when_matched_update_all().execute(data)
@@ -399,6 +452,8 @@ class ProjectIndex:
                 row["vector"] = (vectors or {}).get(row["id"])
         if upsert:
             self._memories.delete(sql_in("id", [m.id for m in memories]))
+        import pyarrow as pa
+
         self._memories.add(pa.Table.from_pylist(rows, schema=self._memories.schema))
         self.writes_since_optimize += 1
 

@@ -1,6 +1,11 @@
 """The journal: an append-only, fsync'd log of every event in a project. The source of truth.
 
-Each line is ``<crc32 hex> <json>`` where the JSON holds ``seq``, ``op``, ``at`` (ms) and ``data``.
+Each line is ``<crc32 hex> <json>`` where the JSON holds ``seq``, ``op``, ``at`` (ms) and ``data``,
+and ``id``: the event's global identity, a UUID made by the Kelvin that journaled it (events from
+before ids get a deterministic one when read: :meth:`Journal.identity`). In a project shared with a
+team (app.memory.team_file) an event also says who made it (``by``, the artist; ``kv``, their
+Kelvin), what its author had seen of the shared log then (``seen``), and, once it came from the
+studio's server, its place in the shared order (``ss``).
 Lines are grouped in segment files named after their first sequence number. Everything else in
 Kelvin's memory — the LanceDB index, the Markdown files, the settings ledger — is a projection
 that can be rebuilt from here.
@@ -26,19 +31,23 @@ import json
 import logging
 import os
 import re
+import uuid
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
 from app.core.records import now_ms
-from app.durable import create_new, fsync_dir, open_append, refuse_links, write_all
+from app.durable import (NotRegularFile, TooLarge, UnsafePath, check_regular, create_new, fsync_dir, open_append,
+                          open_regular, read_regular, refuse_links, write_all, write_atomically)
 from app.memory.project_lock import LockBusy, WriteLock
 
 log = logging.getLogger("kelvin.journal")
 
 SEGMENT_BYTES = 64 * 1024 * 1024
 SET_ASIDE = "set-aside.jsonl"
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # what was set aside, one line each: far less than this
+BLOCK = 1 << 20
 _SEQ_HINT = re.compile(rb'"seq":(\d{1,18})')
 
 
@@ -57,13 +66,30 @@ class Entry:
     at: int
     data: dict
     salvaged: bool = field(default=False, compare=False)  # read back from a line whose checksum failed
+    uid: str = ""  # the event's global id ("" in lines from before ids: see Journal.identity)
+    by: str = ""  # the artist who made it (shared projects)
+    kv: str = ""  # the Kelvin that made it (shared projects)
+    seen: int = 0  # the shared log as its author had it (the server's sequence pulled so far)
+    ss: int = 0  # its place in the shared log, for an event that came from the server (0: made here)
+    crc: int = field(default=0, compare=False)  # the line's checksum (an old line's id is made from it)
+
+
+_META = ("id", "by", "kv", "seen", "ss")
 
 
 def encode(entry: Entry) -> bytes:
-    body = json.dumps({"seq": entry.seq, "op": entry.op, "at": entry.at, "data": entry.data},
-                      ensure_ascii=False, separators=(",", ":"))
-    raw = body.encode("utf-8")
+    obj = {"seq": entry.seq, "op": entry.op, "at": entry.at, "data": entry.data}
+    for key, value in zip(_META, (entry.uid, entry.by, entry.kv, entry.seen, entry.ss)):
+        if value:
+            obj[key] = value
+    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return b"%08x " % zlib.crc32(raw) + raw + b"\n"
+
+
+def _entry(obj: dict, crc: int, salvaged: bool = False) -> Entry:
+    return Entry(int(obj["seq"]), str(obj["op"]), int(obj["at"]), dict(obj["data"]), salvaged,
+                 str(obj.get("id") or ""), str(obj.get("by") or ""), str(obj.get("kv") or ""),
+                 int(obj.get("seen") or 0), int(obj.get("ss") or 0), crc)
 
 
 def decode(line: bytes) -> Entry | None:
@@ -72,10 +98,10 @@ def decode(line: bytes) -> Entry | None:
         return None
     raw = line[9:-1]
     try:
-        if int(line[:8], 16) != zlib.crc32(raw):
+        crc = int(line[:8], 16)
+        if crc != zlib.crc32(raw):
             return None
-        obj = json.loads(raw)
-        return Entry(int(obj["seq"]), str(obj["op"]), int(obj["at"]), dict(obj["data"]))
+        return _entry(json.loads(raw), crc)
     except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -88,7 +114,7 @@ def salvage(line: bytes) -> Entry | None:
         obj = json.loads(raw.rstrip(b"\r\n").decode("utf-8", "replace"))
         if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict) or not isinstance(obj.get("op"), str):
             return None
-        return Entry(int(obj["seq"]), obj["op"], int(obj["at"]), obj["data"], salvaged=True)
+        return _entry(obj, zlib.crc32(raw), salvaged=True)
     except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -107,6 +133,8 @@ class SetAside:
     seq: int | None = None  # the event it held, if that much could be read
     salvaged: bool = False  # its event was read back and kept
     at: int = 0
+    why: str = ""  # "unapplied": what the projection said; "missing": what is known of the cause
+    rescued: int = 0  # "missing": messages taken back from the index or the Markdown
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -116,6 +144,14 @@ class SetAside:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
     def describe(self) -> str:
+        if self.kind == "missing":
+            span = f"event {self.seq:,}" if self.size == 1 else f"events {self.seq:,}–{(self.seq or 0) + self.size - 1:,}"
+            back = (f"; {self.rescued:,} message(s) the index or the Markdown still held were journaled again"
+                    if self.rescued else "; nothing of them was left in the index or the Markdown")
+            return f"{span} were missing from the journal ({self.why}){back}; what is known is in journal/{self.file}"
+        if self.kind == "unapplied":
+            return (f"event {self.seq} could not be applied ({self.why}); the rest of the journal was, and the event "
+                    f"is kept in journal/{self.file}")
         where = f"{self.segment} line {self.line}"
         if self.kind == "torn":
             return f"an unfinished write at the end of {where} (a crash), {self.size} bytes, in journal/{self.file}"
@@ -141,12 +177,33 @@ class Journal:
         self.damaged_lines = 0
         self._recorded: set[tuple[str, int]] | None = None  # (segment, offset) already in set-aside.jsonl
         self._warned: set[tuple[str, int]] = set()
+        # what the ids of events from before ids are made from (a shared project keeps the one it
+        # was shared with in its team file, so a rename does not change them)
+        self.namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"kelvin-journal:{folder.parent.name}")
+
+    def identity(self, entry: Entry) -> Entry:
+        """The entry with its global id: its own, or for a line written before events had ids one
+        made from the project's namespace, its number and its checksum — the same every time it is
+        read, and never written back (old lines are never rewritten)."""
+        if entry.uid:
+            return entry
+        return replace(entry, uid=str(uuid.uuid5(self.namespace, f"{entry.seq}:{entry.crc:08x}")))
 
     # ---- reading ---------------------------------------------------------------------------------
     def segments(self) -> list[Path]:
+        """The segment files, oldest first. A segment that is not a regular file (a FIFO named like one
+        would make every reader wait for ever) is refused in one sentence (:class:`NotRegularFile`)."""
         if not self.folder.is_dir():
             return []
-        return sorted(p for p in self.folder.glob("*.jsonl") if p.stem.isdigit())
+        segs = sorted(p for p in self.folder.glob("*.jsonl") if p.stem.isdigit())
+        for seg in segs:
+            if seg.is_symlink():
+                raise UnsafePath(seg)
+            try:
+                check_regular(seg)
+            except NotRegularFile as exc:
+                raise JournalError(str(exc)) from None
+        return segs
 
     def read(self, after_seq: int = 0) -> Iterator[Entry]:
         """Every event with ``seq > after_seq``, in order. A damaged line is skipped, or handed on
@@ -161,7 +218,7 @@ class Journal:
             if nxt_first is not None and nxt_first <= after_seq + 1:
                 continue  # every event in this segment is older than wanted
             pending: list[tuple[int, int, bytes]] = []  # damaged lines waiting for the next whole one
-            with open(seg, "rb") as fh:
+            with open_regular(seg) as fh:
                 offset = 0
                 for lineno, line in enumerate(fh, 1):
                     entry = decode(line)
@@ -173,7 +230,7 @@ class Journal:
                             pending = []
                         prev = entry.seq
                         if entry.seq > after_seq:
-                            yield entry
+                            yield entry if entry.uid else self.identity(entry)
                     offset += len(line)
             if pending and nxt_first is not None:
                 yield from self._damaged(seg, pending, prev, nxt_first, after_seq)
@@ -196,7 +253,29 @@ class Journal:
             if ok:
                 prev = entry.seq
                 if entry.seq > after_seq:
-                    yield entry
+                    yield self.identity(entry)
+
+    def read_from(self, segment: str = "", offset: int = 0) -> Iterator[tuple[Entry, str, int]]:
+        """Every whole event from a byte position on (a segment's name and an offset in it; "" and
+        0: the start), each with the position after it, so that a reader that keeps the position
+        reads only what is new (the team sync's outbox). Damaged lines are left to :meth:`read`."""
+        for seg in self.segments():
+            if segment and seg.name < segment:
+                continue
+            start = offset if seg.name == segment else 0
+            with open(seg, "rb") as fh:
+                fh.seek(start)
+                pos = start
+                for line in fh:
+                    pos += len(line)
+                    entry = decode(line)
+                    if entry is not None:
+                        yield (entry if entry.uid else self.identity(entry)), seg.name, pos
+
+    @property
+    def next_seq(self) -> int:
+        """The number the next event will take (while open for writing)."""
+        return self._next_seq
 
     def last_seq(self) -> int:
         """The newest event's seq (0 if none). Reads only the tail of the last segment."""
@@ -208,9 +287,9 @@ class Journal:
     def _tail(self, seg: Path) -> tuple[int, int]:
         """Byte offset after the last whole line of a segment, and that line's seq (the segment's
         first seq - 1 if none). Reads backwards from the end, a growing window at a time."""
-        size = seg.stat().st_size
         window = 1 << 20
-        with open(seg, "rb") as fh:
+        with open_regular(seg) as fh:
+            size = os.fstat(fh.fileno()).st_size
             while True:
                 start = max(0, size - window)
                 fh.seek(start)
@@ -246,18 +325,21 @@ class Journal:
 
     # ---- what was set aside --------------------------------------------------------------------------
     def set_aside(self) -> list[SetAside]:
-        """What was moved aside and is still there (the artist removes a copy once dealt with)."""
-        out = []
+        """What was moved aside and is still there (the artist removes a copy once dealt with); a record
+        written again (a gap, once rescued) stands for the one before."""
+        out: dict[str, SetAside] = {}
         for rec in self._manifest():
             if (self.folder / rec.file).exists():
-                out.append(rec)
-        return out
+                out[rec.file] = rec
+        return list(out.values())
 
     def _manifest(self) -> list[SetAside]:
         try:
-            text = (self.folder / SET_ASIDE).read_text(encoding="utf-8", errors="replace")
+            text = read_regular(self.folder / SET_ASIDE, MAX_MANIFEST_BYTES).decode("utf-8", errors="replace")
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except (NotRegularFile, TooLarge) as exc:
+            raise JournalError(str(exc)) from None
         out = []
         for line in text.splitlines():
             try:
@@ -293,6 +375,35 @@ class Journal:
         self._record(SetAside("damaged", seg.name, lineno, offset, len(raw), f"damaged-{seg.stem}-{offset}.bin",
                               prev, seq, salvaged, now_ms()), raw)
 
+    def note_missing(self, first: int, last: int, count: int, why: str, rescued: int = 0) -> None:
+        """Record events ``first``..``last`` as missing from the journal (``count`` of them), with what is
+        known (``missing-<first>-<last>.json``), so they are reported until the artist removes that file and
+        never taken for news again. Written again with ``rescued`` once the rebuild took back what it could."""
+        if self._fh is None:
+            return
+        name = f"missing-{first}-{last}.json"
+        body = json.dumps({"first": first, "last": last, "missing": count, "why": why, "rescued": rescued,
+                           "found_at": now_ms()}, indent=1).encode("utf-8")
+        try:
+            if (self.folder / name).exists():  # rescued since: say so in the file too
+                write_atomically(self.folder / name, body.decode("utf-8"))
+        except OSError as exc:
+            log.warning("could not update %s: %s", name, exc)
+        self._record(SetAside("missing", "", 0, 0, count, name, first - 1, first, False, now_ms(), why, rescued), body)
+
+    def note_unapplied(self, entry: Entry, where: str, exc: BaseException) -> None:
+        """An event a projection could not apply (a value no check of its day refused, a hand-edited
+        line): copied beside the journal as ``unapplied-<seq>.json`` and listed in set-aside.jsonl,
+        once, so ``stats`` and ``doctor`` say it until the copy is removed. Only by the writer."""
+        why = f"{where}: {type(exc).__name__}: {str(exc)[:200]}"
+        log.warning("journal event %d (%s) could not be applied to %s; set aside", entry.seq, entry.op, why)
+        if self._fh is None or any(r.kind == "unapplied" and r.seq == entry.seq for r in self._manifest()):
+            return
+        body = json.dumps({"seq": entry.seq, "op": entry.op, "at": entry.at, "data": entry.data}, ensure_ascii=False,
+                          default=str).encode("utf-8", "replace")
+        self._record(SetAside("unapplied", "", 0, 0, len(body), f"unapplied-{entry.seq}.json", entry.seq - 1,
+                              entry.seq, False, now_ms(), why), body)
+
     # ---- writing ---------------------------------------------------------------------------------
     def open_for_write(self, floor_seq: int = 0, wait_s: float = 0.0) -> None:
         """Take the project's write lock, mend a torn tail, and get ready to append after the newest
@@ -319,7 +430,10 @@ class Journal:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise JournalError(f"cannot create the journal folder {self.folder}: {exc.strerror}") from None
+            from app.problems import explain
+
+            raise JournalError(explain(exc, self.folder.parent.parent) or
+                               f"cannot create the journal folder {self.folder}: {exc.strerror}") from None
         refuse_links(self.folder)
         try:
             return self._lock.acquire(wait_s)
@@ -376,7 +490,7 @@ class Journal:
     def _mend(self, seg: Path, good_end: int, size: int, last: int) -> tuple[int, int] | None:
         """The bytes after the last whole line: a line written whole but for its newline is
         finished; anything else is moved aside. Returns the new (end, last seq) if finished."""
-        with open(seg, "rb") as fh:
+        with open_regular(seg) as fh:
             fh.seek(good_end)
             tail = fh.read(size - good_end)
         whole = decode(tail + b"\n") if b"\n" not in tail else None
@@ -408,17 +522,29 @@ class Journal:
         if new:
             fsync_dir(self.folder)
 
-    def append(self, items: list[tuple[str, dict]]) -> list[Entry]:
+    def append(self, items: list[tuple[str, dict]], stamp: dict | None = None) -> list[Entry]:
         """Write events durably (one fsync for the batch) and return them with their seq. All or
-        nothing: a write that fails half-way (a full disk) is cut back and nothing is numbered."""
+        nothing: a write that fails half-way (a full disk) is cut back and nothing is numbered.
+        Each event gets a new global id; ``stamp`` (``by``, ``kv``, ``seen``) says who made it in a
+        shared project."""
+        at = now_ms()
+        meta = stamp or {}
+        return self._write([Entry(0, op, at, data, uid=str(uuid.uuid4()), by=meta.get("by", ""),
+                                  kv=meta.get("kv", ""), seen=int(meta.get("seen", 0))) for op, data in items])
+
+    def append_remote(self, events: list[Entry]) -> list[Entry]:
+        """Write events that came from the studio's server (their id, author, time and place in the
+        shared order kept), numbered after this journal's newest."""
+        return self._write(events)
+
+    def _write(self, events: list[Entry]) -> list[Entry]:
         if self._fh is None:
             raise JournalError("journal is not open for writing")
         # this process has seen everything before (its cursor is at the end): its own events too
         at_end = self._cursor is not None and self._cursor[:2] == (self._segment, self._segment_bytes)
         if self._segment_bytes >= SEGMENT_BYTES:
             self._open_segment(self.folder / f"{self._next_seq:012d}.jsonl")
-        at = now_ms()
-        entries = [Entry(self._next_seq + i, op, at, data) for i, (op, data) in enumerate(items)]
+        entries = [replace(e, seq=self._next_seq + i) for i, e in enumerate(events)]
         blob = b"".join(encode(e) for e in entries)
         try:
             write_all(self._fh, blob)
@@ -432,6 +558,13 @@ class Journal:
             if at_end:
                 self._cursor = (self._segment, self._segment_bytes, entries[-1].seq)
         return entries
+
+    def end(self) -> tuple[str, int]:
+        """Under the lock, open for writing: where the next event goes (its segment and the bytes
+        in it) — the position after everything this process just wrote."""
+        if self._fh is None:
+            raise JournalError("journal is not open for writing")
+        return self._segment, self._segment_bytes
 
     # ---- catching up with other processes (under the write lock) ----------------------------------
     def read_to_end(self) -> None:
@@ -463,7 +596,7 @@ class Journal:
         out: list[Entry] = []
         for seg in segs[names.index(name):]:
             start = offset if seg.name == name else 0
-            with open(seg, "rb") as fh:
+            with open_regular(seg) as fh:
                 fh.seek(start)
                 data = fh.read()
             pos = start
@@ -486,10 +619,17 @@ class Journal:
         self.unlock()
 
 
+def read_blocks(path: Path, size: int = BLOCK) -> Iterator[bytes]:
+    """A data-folder file read in bounded pieces (only if it is a regular file)."""
+    with open_regular(path) as fh:
+        while block := fh.read(size):
+            yield block
+
+
 def _line_of(seg: Path, offset: int) -> int:
     """The 1-based line number that starts at ``offset``."""
     n = 1
-    with open(seg, "rb") as fh:
+    with open_regular(seg) as fh:
         remaining = offset
         while remaining > 0:
             block = fh.read(min(remaining, 1 << 20))

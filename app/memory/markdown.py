@@ -116,14 +116,28 @@ class MarkdownBook:
                 f"conversation, archived when the day rolled over after {day}.\n\n")
 
     def append(self, messages: Iterable[Message]) -> None:
-        by_domain: dict[str, list[str]] = {}
+        """Add new blocks to their live files in time order (to the minute their headings keep;
+        within a minute, in the order they come): at the end, the usual case, or — for messages
+        older than a file's last block (an earlier day imported, a teammate's message pulled late)
+        — in their place, as :meth:`rebuild` places them."""
+        by_domain: dict[str, list[tuple[str, str]]] = {}
         for m in messages:
-            by_domain.setdefault(m.tags.domain, []).append(render_block(m))
+            by_domain.setdefault(m.tags.domain, []).append((_minute(m.ts_ms), render_block(m)))
         for domain, blocks in by_domain.items():
             path = self.path(domain)
-            head = self._header(domain) if not path.exists() else ""
-            with open_append(path) as fh:
-                write_all(fh, (head + "".join(blocks)).encode("utf-8"), sync=False)
+            if not path.exists():
+                blocks = sorted(blocks, key=lambda b: b[0])  # stable
+                _atomic_write(path, self._header(domain) + "".join(b for _, b in blocks))
+                continue
+            last = _last_minute(path)
+            if all(when >= last for when, _ in blocks) and blocks == sorted(blocks, key=lambda b: b[0]):
+                with open_append(path) as fh:
+                    write_all(fh, "".join(b for _, b in blocks).encode("utf-8"), sync=False)
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            there = [(_block_ts(b.group("body")) or "", _whole(b)) for b in _BLOCK.finditer(text)]
+            merged = sorted(there + blocks, key=lambda b: b[0])  # stable: what is there first within a minute
+            _atomic_write(path, _head(text) + "".join(b for _, b in merged))
 
     def ids_present(self) -> set[str]:
         """Ids of every complete block, live or archived; files with a half-written block (a crash)
@@ -136,6 +150,18 @@ class MarkdownBook:
                 self._rewrite(path, text, drop=set())
             ids.update(unmarker(i) for i in found)
         return ids
+
+    def messages(self) -> dict[str, Message]:
+        """Every message the files hold, read back from its block (the last copy wins) — the third copy
+        a rebuild takes back what neither the journal nor the index still has from. What a block cannot
+        say is approximate: its time is to the minute, its turn is unknown, its text as escaped."""
+        out: dict[str, Message] = {}
+        for path in self.all_files():
+            for b in _BLOCK.finditer(path.read_text(encoding="utf-8", errors="replace")):
+                m = _parse_block(unmarker(b.group("id")), b.group("body"), self.title)
+                if m is not None:
+                    out[m.id] = m
+        return out
 
     def live_times(self) -> list[int]:
         """When each live block was said (to the minute, from its heading)."""
@@ -164,6 +190,18 @@ class MarkdownBook:
             return False
         self._rewrite(found[0], found[1], drop={marker(message_id)})
         return True
+
+    def remove_many(self, message_ids: set[str]) -> int:
+        """Take several messages' blocks out, reading each file once. Returns how many went."""
+        drop = {marker(i) for i in message_ids}
+        gone = 0
+        for path in self.all_files():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            found = {b.group("id") for b in _BLOCK.finditer(text)} & drop
+            if found:
+                self._rewrite(path, text, drop=found)
+                gone += len(found)
+        return gone
 
     def upsert(self, message: Message, day: str | None = None) -> None:
         """Put a message's block where it belongs: in place if it is already there (an edit, live
@@ -238,7 +276,7 @@ class MarkdownBook:
             if (self._day_of(path), path.stem) not in groups:
                 path.unlink()
         for (day, domain), items in groups.items():
-            items.sort(key=lambda m: m.ts_ms)  # stable: equal times keep journal order
+            items.sort(key=lambda m: m.ts_ms // MINUTE_MS)  # stable: within a minute, the order they came in
             path = self.path(domain, day)
             path.parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(path, self._header(domain, day) + "".join(render_block(m) for m in items))
@@ -273,6 +311,25 @@ def _rmdir_if_empty(folder: Path) -> None:
         pass  # something else is in it (or it is gone already)
 
 
+def _minute(ts_ms: int) -> str:
+    """A moment as a block's heading keeps it (UTC, to the minute), comparable with :func:`_block_ts`."""
+    return datetime.fromtimestamp(ts_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _last_minute(path: Path) -> str:
+    """The minute of the last block in a file, read from its tail ("" if none)."""
+    with open(path, "rb") as fh:
+        size = fh.seek(0, 2)
+        fh.seek(max(0, size - 65536))
+        tail = fh.read().decode("utf-8", "replace")
+    found = re.findall(r"<!-- kelvin:begin \S+ -->\n### (\d{4}-\d\d-\d\d \d\d:\d\d)", tail)
+    if found or size <= 65536:
+        return found[-1] if found else ""
+    text = path.read_text(encoding="utf-8", errors="replace")  # one block longer than the tail read
+    found = re.findall(r"<!-- kelvin:begin \S+ -->\n### (\d{4}-\d\d-\d\d \d\d:\d\d)", text)
+    return found[-1] if found else ""
+
+
 def _block_ts(body: str) -> str | None:
     m = re.match(r"### (\d{4}-\d\d-\d\d \d\d:\d\d)", body)
     return m.group(1) if m else None
@@ -283,6 +340,32 @@ def _block_ms(body: str) -> int | None:
     if ts is None:
         return None
     return int(datetime.strptime(ts, "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp() * 1000)
+
+
+_HEADING = re.compile(r"### (?P<head>[^\n]*)\n<sub>id `(?P<id>[^`]*)` · conversation `(?P<conv>[^`]*)`</sub>\n\n"
+                      r"(?P<text>.*)\n\n$", re.S)
+_WHO = re.compile(r"^(?P<who>.*) \((?P<role>user|assistant|system)\)$")
+_UNESCAPE = re.compile(r"&lt;(?=[A-Za-z/!?])")
+
+
+def _parse_block(mid: str, body: str, project: str) -> Message | None:
+    """A block back into the message it shows (None if it does not read as one)."""
+    m = _HEADING.match(body)
+    ts = _block_ms(body)
+    if m is None or ts is None:
+        return None
+    bits = m.group("head").split(" · ")
+    who = bits[1] if len(bits) > 1 else "user"
+    role_m = _WHO.match(who)
+    role, speaker = (role_m.group("role"), role_m.group("who")) if role_m else (who, "")
+    if role not in ("user", "assistant", "system"):
+        return None
+    status = next((s for s, note in _STATUS_NOTE.items() if note in bits[2:]), "")
+    text = _UNESCAPE.sub("<", m.group("text"))
+    if not text.strip():
+        return None
+    return Message(id=mid, project=project, conversation_id=unmarker(m.group("conv")), role=role,
+                   speaker=_UNESCAPE.sub("<", speaker), text=text, ts_ms=ts, status=status)
 
 
 def _atomic_write(path: Path, text: str) -> None:

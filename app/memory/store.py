@@ -9,7 +9,10 @@ every write runs inside :meth:`ProjectStore.writing`, which holds the project's 
 one write and, first thing inside it, catches this process up with what the others wrote since —
 projections.json, the settings ledger, the index's tables, the message ids it knows. A reader
 catches up the same way without the lock (:meth:`ProjectStore.refresh`), and only when the
-journal's end or projections.json changed, so a read where nothing changed costs two ``stat`` calls.
+journal's end or projections.json changed, so a read where nothing changed costs a few ``stat`` calls.
+In a project shared with a team the catch-up also reads the team file again when another process
+synced (``team.json``, ``acks.jsonl``), and keeps the ledger's unsent part made from the journal all
+the processes share (app.memory.team_ledger), so each shows what the others have not sent yet.
 
 The day's end is an event too (``day.rollover``): the Markdown blocks from before its cutoff move
 to ``archive/<day>/``, and ``rebuild()`` puts them there again from the journal.
@@ -27,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from app.core import projects
 from app.core.records import (
@@ -41,26 +44,34 @@ from app.core.records import (
     check_status,
     check_text,
 )
-from app.durable import refuse_links
-from app.core.extraction import Extractor
+from app.durable import NotRegularFile, UnsafePath, read_regular, refuse_links, refuse_links_within
+if TYPE_CHECKING:
+    from app.core.extraction import Extractor
 from app.core.tagging import Tagger
 from app.memory.embedders import Embedder, EmbedderUnavailable
 from app.memory.index import (
     CHUNKS,
     INDEX_FORMAT,
     MEMORIES,
+    version_on_disk,
     ProjectIndex,
-    context_of,
+    context_for,
     embed_text,
     message_rows,
     search_text,
 )
+from app.memory import completeness
 from app.memory.journal import Entry, Journal, JournalError, StoreLocked
 from app.memory.project_lock import InUse
 from app.memory.markdown import MarkdownBook, before
-from app.memory.settings_book import SETTING_OPS, SettingsBook
+from app.memory import replies
+from app.memory.replies import OP_REPLY_PART
+from app.memory.rescue import rescue
+from app.memory.settings_book import SETTING_OPS, SETTINGS_STATE, SettingsBook
 from app.memory.turn_notes import TURN_OPS, TurnNotes
 from app.memory.turn_notes import whole as whole_turn_event
+from app.memory import team_ledger
+from app.memory.team_file import ACKS_FILE, TEAM_FILE, TeamFile
 
 log = logging.getLogger("kelvin.store")
 
@@ -75,7 +86,7 @@ OP_MEMORY_DELETE = "memory.delete"
 # move to archive/<day>/ (day: the local date of the newest block moved)
 OP_DAY_ROLLOVER = "day.rollover"
 OPS = (OP_MESSAGE_ADD, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE, OP_MESSAGE_RESTORE, OP_MEMORY_ADD, OP_MEMORY_DELETE,
-       OP_DAY_ROLLOVER, *SETTING_OPS, *TURN_OPS)
+       OP_DAY_ROLLOVER, OP_REPLY_PART, *SETTING_OPS, *TURN_OPS)
 EMBEDDER_RETRY_S = 30.0
 PROJECT_BATCH = 2000  # events projected into Markdown and the index at a time
 COMPACT_EVERY_WRITES = 200  # index writes without a quiet moment before the writer compacts anyway
@@ -84,6 +95,14 @@ COMPACT_EVERY_WRITES = 200  # index writes without a quiet moment before the wri
 LOCK_WAIT_S = 60.0
 _WRITTEN = {".md", ".json", ".jsonl", ".bin", ".lance"}  # what Kelvin writes in a project's folders
 _LOCKS = ("LOCK", "IN-USE")
+
+
+# what a projection raises for an event it cannot take (bad data), as against the disk or the index
+# failing (OSError and the index's own errors), after which the projections catch up later
+DATA_ERRORS = (KeyError, TypeError, ValueError, OverflowError, AttributeError, IndexError, RecursionError)
+
+
+GAP_WHY = "a segment deleted, lines cut out, or the journal's end lost"
 
 
 class DiskFull(JournalError):
@@ -131,20 +150,29 @@ class Projections:
     seen_seq: int = 0
     # the layout of the index (app.memory.index.INDEX_FORMAT); an older one is rebuilt once
     index_format: int = 1
+    # the index's newest version when the positions above were saved: an index found at an older
+    # version was restored from an older copy (a backup, a sync tool) and holds less than index_seq says
+    index_version: int = 0
+    # replies seen streaming (reply.part) with no whole message yet: id → [first part's seq, pid, start]
+    unfinished: dict = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> "Projections":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(path, MAX_META_BYTES * 16))
             rolls = data.get("rollovers")
             rollovers = [[int(r[0]), int(r[1]), str(r[2])] for r in rolls] if isinstance(rolls, list) else None
             since = data.get("live_since_ms")
             return cls(int(data["markdown_seq"]), int(data["index_seq"]), str(data.get("embedder", "")),
                        rollovers, int(since) if since is not None else None, bool(data.get("rebuilding", False)),
-                       int(data.get("seen_seq") or 0), int(data.get("index_format") or 1))
+                       int(data.get("seen_seq") or 0), int(data.get("index_format") or 1),
+                       int(data.get("index_version") or 0),
+                       {str(k): [int(v[0]), int(v[1]), float(v[2])] for k, v in (data.get("unfinished") or {}).items()})
         except FileNotFoundError:
             return cls()
-        except (ValueError, KeyError, TypeError, IndexError, OSError):
+        except (UnsafePath, NotRegularFile):
+            raise  # a link or a FIFO in its place: said as such, never read through nor written over
+        except (ValueError, KeyError, TypeError, IndexError, OSError, RecursionError):
             log.warning("%s is unreadable; the projections will be replayed from the journal", path)
             return cls()
 
@@ -158,6 +186,22 @@ class Projections:
         os.replace(tmp, path)
 
 
+PROJECT_META = "project.json"  # the project's name and its current conversation (app.services.projects)
+MAX_META_BYTES = 1 << 20
+
+
+def stored_name(folder: Path) -> str | None:
+    """The name a project's folder was created or renamed with (its ``project.json``), or None."""
+    try:
+        data = json.loads(read_regular(folder / PROJECT_META, MAX_META_BYTES))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError):
+        return None  # unreadable: the folder's own name stands (app.services.projects says why)
+    name = data.get("name") if isinstance(data, dict) else None
+    return name.strip() if isinstance(name, str) and name.strip() and len(name) <= 200 else None
+
+
 def with_engine(m: Message) -> dict:
     """A stored message as a restore event: the whole message, and the engine it was tagged with
     (so it comes back tagged as it was)."""
@@ -167,16 +211,27 @@ def with_engine(m: Message) -> dict:
 class ProjectStore:
     def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = "",
                  extractor: Extractor | None = None, lock_wait_s: float = LOCK_WAIT_S):
-        self.name = name
         self.data_dir = data_dir
         self.folder = data_dir / projects.folder_name(name)
         refuse_links(self.folder)  # a project folder linked elsewhere: said as such
+        # one spelling per project: the one it was created (or renamed) with, whatever spelling of it
+        # the caller used ("dup TEST" for "Dup test"); a new project takes the caller's
+        self.name = stored_name(self.folder) or name
         if self.folder.resolve().parent != data_dir.resolve():
             raise RecordError(f"project name {name!r} does not map to a folder inside the data folder")
         self.journal = Journal(self.folder / "journal", accept=whole_event)
+        self.team: TeamFile | None = None  # shared with a team (app.memory.team_file); None: personal
+        # this artist's name and this Kelvin's id: the author of what it journals when shared
+        self.identity: Callable[[], tuple[str, str]] = lambda: ("", "")
+        # how far the ledger has taken this machine's events the server has not ordered yet (a journal
+        # position; None: not known, made again from the last settled position): app.memory.team_ledger
+        self.tentative_at: tuple[str, int] | None = None
+        self.load_team()
         self.book = MarkdownBook(self.folder, name)
         self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
         self.turns = TurnNotes(self.folder)  # what each answer looked at, its chips and their answers
+        if self.settings is not None:
+            self.settings.on_unapplied = lambda ev, exc: self.journal.note_unapplied(ev, "the settings ledger", exc)
         self.tagger = tagger
         self._talk: dict[str, str] = {}  # conversation id → the engine it is about, as new messages are journaled
         self._fresh: dict[str, tuple] = {}  # message id → (text, context engine, tags) tagged when journaled
@@ -198,10 +253,26 @@ class ProjectStore:
         self._rollover_lock = threading.Lock()  # a search may read the rollovers while the writer adds one
         self._embedder_down_until = 0.0
         self.rescued: list[str] = []  # messages the last rebuild found only in the index, journaled again
+        self._gaps: list[completeness.Gap] = []  # numbers the journal lacks, found when it was opened
         self.projection_error = ""  # why the last write's projection failed ("" when it did not)
         self.on_embedder_problem: Callable[[str], None] = lambda msg: log.warning("%s", msg)
 
     # ---- opening -----------------------------------------------------------------------------------
+    def load_team(self) -> None:
+        """Read whether (and how far) the project is shared (after sharing or joining it, too)."""
+        import uuid
+
+        self.team = TeamFile.load(self.journal.folder, previous=self.team)
+        if self.team is not None:
+            self.journal.namespace = uuid.UUID(self.team.namespace)
+
+    def _stamp(self) -> dict | None:
+        """Who makes the events journaled now, and what they had seen of the shared order."""
+        if self.team is None:
+            return None
+        by, kv = self.identity()
+        return {"by": by, "kv": kv, "seen": self.team.cursor}
+
     def exists(self) -> bool:
         return self.journal.folder.is_dir()
 
@@ -229,12 +300,14 @@ class ProjectStore:
 
     # ---- sharing the project with other Kelvin processes -------------------------------------------------
     @contextmanager
-    def writing(self, wait_s: float | None = None):
+    def writing(self, wait_s: float | None = None, index: bool = True):
         """The project's write lock, held for one write (journal append and projections), waiting
         up to ``wait_s`` (default ``lock_wait_s``) for another process's write — then StoreLocked,
         naming it. Inside it this process has caught up with every other one: projections.json
         and the settings ledger as the last writer left them, the message ids it added or deleted,
-        and events a writer journaled but never projected (killed in between) projected now."""
+        and events a writer journaled but never projected (killed in between) projected now.
+        ``index=False``: a write that touches no message (settings alone, as a scene import writes)
+        does not open the index before the lock (LanceDB's import: 1-2 s)."""
         if self._held:  # a rebuild or a replay inside a write: the lock is already held
             self._held += 1
             try:
@@ -245,7 +318,7 @@ class ProjectStore:
         with self._sync:
             if not self._opened:
                 self.check_folders()
-                if self._index is None and self.exists():
+                if self._index is None and self.exists() and index and not self._index_gone():
                     _ = self.index  # LanceDB's import and its tables opened (reads: 1-2 s) before the lock, not in it
             self.lock_waited_s = self.journal.lock(self.lock_wait_s if wait_s is None else wait_s)
             self._held = 1
@@ -255,11 +328,24 @@ class ProjectStore:
                                       "nothing was written — try again in a moment")
                 self._catch_up_files()
                 self.journal.open_tail(floor_seq=self._projected_seq())
-                if self._opened:
-                    self._follow()
-                else:
-                    self._replayed_at_open = self._open_locked()
-                    self._opened = True
+                try:
+                    if self._opened:
+                        self._follow()
+                    else:
+                        self._replayed_at_open = self._open_locked()
+                        self._opened = True
+                    if self.team is not None:  # what was written since the files were read (a mended tail)
+                        team_ledger.follow(self, full=False)
+                except (JournalError, UnsafePath, NotRegularFile):
+                    raise  # the journal itself, or a link or a FIFO in the project: nothing is written
+                except Exception as exc:  # noqa: BLE001 — the projections, not the journal
+                    # a projection that cannot catch up (a full disk, an index that fails) must not keep
+                    # this write from the journal (a question is never lost to it): it goes on, and the
+                    # projections catch up with a later write (the open is tried again then)
+                    self.projection_error = str(getattr(exc, "strerror", None) or exc)
+                    log.warning("project %s: the index or Markdown could not be brought up to date (%s); the "
+                                "journal takes the write, they catch up later", self.name, self.projection_error,
+                                exc_info=not isinstance(exc, OSError))
                 yield
             finally:
                 self._held = 0
@@ -274,7 +360,10 @@ class ProjectStore:
         if not self.journal.folder.is_dir() or not self._sync.acquire(blocking=False):
             return False
         try:
-            self.in_use.share()
+            try:
+                self.in_use.share()
+            except OSError:  # another user's project, or a read-only disk: it is read all the same
+                pass
             return self._catch_up_files()
         finally:
             self._sync.release()
@@ -290,29 +379,40 @@ class ProjectStore:
         return self._mark()
 
     def _mark(self) -> tuple:
-        """The journal's end and projections.json as they are now: changed means someone wrote."""
-        try:
-            st = self._state_path.stat()
-            state = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except OSError:
-            state = ()
-        return self.journal.mark(), state
+        """The journal's end, projections.json, the team's files (team.json, acks.jsonl) and the
+        ledger's state as they are now: changed means someone wrote."""
+        jf = self.journal.folder
+        return (self.journal.mark(), _stat(self._state_path), (_stat(jf / TEAM_FILE), _stat(jf / ACKS_FILE)),
+                _stat(self.folder / SETTINGS_STATE))
 
     def _catch_up_files(self) -> bool:
         mark = self._mark()
         if mark == self._seen:
             return False
-        if mark[1] != (self._seen[1] if self._seen else None):
+        seen = self._seen or ((), None, None, None)
+        if mark[1] != seen[1]:
             loaded = Projections.load(self._state_path)
             with self._rollover_lock:
                 self.state = loaded
-        if self.settings is not None:
+        settled_elsewhere = False
+        if mark[2] != seen[2]:  # shared, joined or synced by another process on this machine
+            before = self._team_place()
+            self.load_team()
+            settled_elsewhere = self._team_place() != before
+        if self.settings is not None and self.team is None:
             self.settings.follow()
+        elif self.settings is not None:  # settled or rebuilt elsewhere: the tentative part is made again
+            team_ledger.follow(self, full=settled_elsewhere or mark[3] != seen[3])
         self.turns.follow()
         if self._index is not None:
             self._index.refresh()
         self._seen = mark
         return True
+
+    def _team_place(self) -> tuple | None:
+        """Where the shared order stands here (what a settlement moves; sending moves only the acks)."""
+        team = self.team
+        return None if team is None else (team.server_project, team.cursor, tuple(team.settled_at))
 
     def _follow(self) -> None:
         """Under the lock: the events other processes journaled since this one last looked — the
@@ -329,6 +429,7 @@ class ProjectStore:
                 self._known.discard(d["id"])
         if self._projections_behind():
             self._replay()
+        self._keep_cut_replies()
 
     def _projections_behind(self) -> bool:
         settled = min(self.state.index_seq, self.state.markdown_seq,
@@ -336,16 +437,38 @@ class ProjectStore:
         return settled < self.journal.last_event_seq
 
     def _open_locked(self) -> int:
+        # the journal's numbers prove it whole: a gap nothing accounts for (a segment deleted from the
+        # middle, lines cut out, a lost end the next event would number past) is recorded now and
+        # rescued by the rebuild below (app.memory.completeness, app.memory.rescue)
+        self._gaps = completeness.unexplained(self.journal, thorough=True, upto=self.journal.next_seq - 1)
+        for gap in self._gaps:
+            log.warning("project %s: %s", self.name, gap.describe())
+            self.journal.note_missing(gap.first, gap.last, gap.count, GAP_WHY)
+        replayed = self._open_projections()
+        self._keep_cut_replies()
+        return replayed
+
+    def _keep_cut_replies(self) -> None:
+        """A reply whose writer died mid-stream (a kill -9): what had streamed is kept, marked as cut off
+        (app.memory.replies). Under the lock."""
+        if self.state.unfinished:
+            cut = replies.finish_cut(self.state.unfinished, lambda after: self.journal.read(after_seq=after),
+                                     self._known_ids())
+            if cut:
+                self._write(cut, lambda done, total: None)
+
+    def _open_projections(self) -> int:
         why = self._why_rebuild()
         if why:
             log.warning("project %s: %s; rebuilding the index and Markdown from the journal", self.name, why)
             self._rebuild(rescue=True)
             self.journal.read_to_end()
             return self.journal.last_seq()
-        if not self.index.exists:
+        # (the local index is looked at on disk first: a write of settings alone never imports LanceDB)
+        if self._index_gone():
             self.index.create(self._embedder_dim())
             self.state = replace(self.state, index_seq=0, embedder=self.embedder.spec, index_format=INDEX_FORMAT)
-            self.state.save(self._state_path)
+            self.save_state()
         elif self.state.embedder != self.embedder.spec:
             self._switch_embedder()
         replayed = self._replay()
@@ -367,7 +490,7 @@ class ProjectStore:
                     if child.is_symlink() and (child.suffix in _WRITTEN or child.name in _LOCKS or child.is_dir()):
                         refuse_links(child)
         for index in self._local_index():
-            refuse_links(index)
+            refuse_links_within(index)  # LanceDB writes anywhere in it: its tables, versions, data, indexes
 
     def _local_index(self) -> list[Path]:
         default = self.folder / "memory.lance"
@@ -382,25 +505,43 @@ class ProjectStore:
         last = self.journal.last_seq()
         if self.state.rebuilding:
             return "a rebuild of the index was interrupted"
+        if self._gaps:
+            return "; ".join(g.describe() for g in self._gaps)
         ahead = max(self.state.index_seq, self.state.markdown_seq, self.settings.seq if self.settings else 0)
         if ahead > last:
             return f"the index and Markdown are ahead of the journal (event {ahead}, the journal ends at {last})"
-        if last and not self.index.exists:
+        if last and self._index_gone():
             return "the search index is missing"
+        if self._index_rolled_back():
+            return (f"the search index is an older copy (version {version_on_disk(self.index_uri)}; Kelvin had written "
+                    f"version {self.state.index_version}): it holds less than it claims")
         if last and self.state.index_format < INDEX_FORMAT:
             return "the search index was made by an older Kelvin (no stemming, no context)"
         return ""
 
-    def behind(self) -> bool:
-        """Whether the projections need catching up (a reader asks before its first read)."""
+    def behind(self, thorough: bool = False) -> bool:
+        """Whether the projections need catching up (a reader asks before its first read), or the
+        journal has a gap nobody has looked into yet (``thorough``: lost lines too, not only segments)."""
         if self.state.rebuilding:
             return True
+        if completeness.unexplained(self.journal, thorough=thorough):
+            return True
+        if any(not replies.alive(pid, started) for _seq, pid, started in self.state.unfinished.values()):
+            return True  # a reply cut off by a kill mid-stream: kept by the next writer
         last = self.journal.last_seq()
         if last == 0:
             return False
         settled = min(self.state.index_seq, self.state.markdown_seq, self.settings.seq if self.settings else last)
-        # behind, ahead, the index gone, or made by an older Kelvin
-        return settled != last or self._index_gone() or self.state.index_format < INDEX_FORMAT
+        # behind, ahead, the index gone, restored from an older copy, or made by an older Kelvin
+        return settled != last or self._index_gone() or self._index_rolled_back() or \
+            self.state.index_format < INDEX_FORMAT
+
+    def _index_rolled_back(self) -> bool:
+        """Whether the local index is at an older version than the one the positions were saved with."""
+        if not self.state.index_version or not self._local_index():
+            return False
+        version = version_on_disk(self.index_uri)
+        return version is not None and version < self.state.index_version
 
     def _index_gone(self) -> bool:
         """Whether the index is missing; for the default local index without importing LanceDB
@@ -414,6 +555,7 @@ class ProjectStore:
         self.in_use.release()
         self._opened = False
         self._seen = ()
+        self.tentative_at = None
 
     def _embedder_dim(self) -> int:
         try:
@@ -428,7 +570,7 @@ class ProjectStore:
         log.info("embedder changed from %r to %r: re-embedding %s", self.state.embedder, self.embedder.spec, self.name)
         self.index.set_vector_dim(self._embedder_dim())
         self.state.embedder = self.embedder.spec
-        self.state.save(self._state_path)
+        self.save_state()
 
     def _embedder_failed(self, why: str) -> None:
         first = self._embedder_down_until == 0.0
@@ -454,11 +596,13 @@ class ProjectStore:
         time. A message whose id is already stored is left out, so committing or importing the same
         message twice changes nothing. A projection that fails leaves the events journaled and
         caught up later; ``projection_error`` says why."""
-        with self.writing():
+        with self.writing(index=any(op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE, OP_MESSAGE_EDIT, OP_MESSAGE_DELETE,
+                                           OP_MEMORY_ADD, OP_MEMORY_DELETE) for op, _ in items)):
             return self._write(items, progress)
 
     def _write(self, items: Sequence[tuple[str, dict]], progress: Callable[[int, int], None]) -> list[Entry]:
-        known = self._known_ids()
+        messages = any(op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE) for op, _ in items)
+        known = self._known_ids() if messages else set()  # (settings alone: no index to ask)
         batch: set[str] = set()
         kept = []
         for op, d in items:
@@ -472,13 +616,15 @@ class ProjectStore:
         if not kept:
             return []
         self._check_room(kept)
-        entries = self.journal.append(kept)
-        known |= batch
+        entries = self.journal.append(kept, self._stamp())
+        if messages:
+            known |= batch
         self.projection_error = ""
         try:
             for i in range(0, len(entries), PROJECT_BATCH):
-                self._project(entries[i : i + PROJECT_BATCH])
+                self._project(entries[i : i + PROJECT_BATCH], shared="tentative")
                 progress(min(i + PROJECT_BATCH, len(entries)), len(entries))
+            team_ledger.written(self)  # (a shared project's ledger took them tentatively)
         except Exception as exc:  # noqa: BLE001 — the events are durable; the projections catch up later
             self.projection_error = str(getattr(exc, "strerror", None) or exc)
             if isinstance(exc, OSError):  # expected (a disk that filled up meanwhile): no traceback
@@ -488,7 +634,7 @@ class ProjectStore:
                 log.exception("saved to the journal, but updating the index or Markdown failed; "
                               "it will be retried with the next write or the next start")
             return entries
-        if self.index.writes_since_optimize >= COMPACT_EVERY_WRITES:
+        if self._index is not None and self._index.writes_since_optimize >= COMPACT_EVERY_WRITES:
             # a long run of writes with no quiet moment for upkeep (a script editing hundreds of
             # messages): compact now, or every later write and read gets slower (~1 s at 100k)
             try:
@@ -504,50 +650,98 @@ class ProjectStore:
         except OSError:
             return
         texts = [str(d.get("text", "")) for _op, d in items]
-        need = disk_needed(texts, bool(self.index.vector_dim()))
+        vectors = self.embedder.spec != "none"  # (generous: whether the index holds vectors yet or not)
+        need = disk_needed(texts, vectors)
         if need > free:
             raise DiskFull(f"not enough free space in {self.folder.parent} for this: it needs about {_size(need)}, "
                            f"{_size(free)} are free; nothing was written (free some space and try again)")
 
     def _known_ids(self) -> set[str]:
         """Ids of the stored messages, kept in memory by the writer: the duplicate check on every
-        commit is a set lookup, not an index query (which grows with the table's versions)."""
+        commit is a set lookup, not an index query (which grows with the table's versions). From the
+        journal when the index cannot be read: a write never waits on the index to be journaled."""
         if self._known is None:
-            self._known = self.index.message_ids()
+            try:
+                self._known = self.index.message_ids()
+            except Exception as exc:  # noqa: BLE001 — a damaged or unreadable index
+                log.warning("project %s: the index cannot be read (%s); the journal says which messages are stored",
+                            self.name, exc)
+                self._known = set(self._fold_all(tag=False).messages)
         return self._known
 
-    def _project(self, entries: list[Entry], replay: bool = False, present: set[str] | None = None) -> None:
+    @property
+    def index_opened(self) -> bool:
+        """Whether this process has opened the index (a command that wrote only settings has not)."""
+        return self._index is not None
+
+    def known_ids(self) -> set[str]:
+        """The ids of the stored messages (the writer's thread only)."""
+        self.open_for_write()
+        return self._known_ids()
+
+    def save_state(self) -> None:
+        """Save how far the projections have caught up, with the index's version that goes with it."""
+        version = version_on_disk(self.index_uri) if self._local_index() else None
+        if version is not None:
+            self.state.index_version = version
+        self.state.save(self._state_path)
+
+    def _project(self, entries: list[Entry], replay: bool = False, present: set[str] | None = None,
+                 force: bool = False, shared: str = "") -> None:
+        """Apply journal entries to Markdown, the index and the ledger, in order. An event that cannot be
+        applied (bad data, not a full disk) is set aside and reported; the others are applied.
+        ``force``: whatever the projections' marks say (a shared project's events applied again in
+        the server's order: app.memory.team_settle). In a shared project the settings ledger takes
+        them as ``shared`` ("settled" or "tentative"; "" on a replay, whose ledger part is made again
+        when the project opens)."""
+        try:
+            self._apply_all(entries, replay, present, force)
+        except DATA_ERRORS:
+            log.warning("project %s: an event in %d..%d cannot be projected; applying them one at a time",
+                        self.name, entries[0].seq, entries[-1].seq)
+            present = self.book.ids_present()  # what the batch may have written already (idempotent from here)
+            for entry in entries:
+                try:
+                    self._apply_all([entry], True, present, force)
+                except DATA_ERRORS as exc:
+                    self.journal.note_unapplied(entry, "the index and Markdown", exc)
+        if self.settings is not None and self.team is None:
+            self.settings.project(entries, self._lookup, self.bare_message)
+        elif self.settings is not None and shared:
+            self.settings.project([self.team.shared_view(e) for e in entries], self._lookup, self.bare_message,
+                                  shared=shared)
+        self.turns.project(entries)
+        replies.track(self.state.unfinished, entries)
+        last = max(e.seq for e in entries)
+        self.state.markdown_seq = max(self.state.markdown_seq, last)
+        self.state.index_seq = max(self.state.index_seq, last)
+        self.save_state()
+
+    def _apply_all(self, entries: list[Entry], replay: bool, present: set[str] | None, force: bool = False) -> None:
         """Apply journal entries to Markdown and the index, in order, batching runs of adds."""
         run: list[Entry] = []
         for entry in entries:
             if entry.op in (OP_MESSAGE_ADD, OP_MEMORY_ADD) and (not run or run[-1].op == entry.op):
                 run.append(entry)
                 continue
-            self._apply_run(run, replay, present)
+            self._apply_run(run, replay, present, force)
             run = [entry] if entry.op in (OP_MESSAGE_ADD, OP_MEMORY_ADD) else []
             if not run:
-                self._apply_one(entry, replay)
-        self._apply_run(run, replay, present)
-        if self.settings is not None:
-            self.settings.project(entries, self._lookup, self.bare_message)
-        self.turns.project(entries)
-        last = entries[-1].seq
-        self.state.markdown_seq = max(self.state.markdown_seq, last)
-        self.state.index_seq = max(self.state.index_seq, last)
-        self.state.save(self._state_path)
+                self._apply_one(entry, replay, force)
+        self._apply_run(run, replay, present, force)
 
-    def _apply_run(self, run: list[Entry], replay: bool, present: set[str] | None) -> None:
+    def _apply_run(self, run: list[Entry], replay: bool, present: set[str] | None, force: bool = False) -> None:
         if not run:
             return
-        md_todo = [e for e in run if e.seq > self.state.markdown_seq]
-        ix_todo = [e for e in run if e.seq > self.state.index_seq]
+        md_todo = [e for e in run if force or e.seq > self.state.markdown_seq]
+        ix_todo = [e for e in run if force or e.seq > self.state.index_seq]
         if run[0].op == OP_MEMORY_ADD:
             memories = [Memory(**e.data) for e in ix_todo]
             vectors = self._embed({m.id: m.text for m in memories})
             self.index.put_memories(memories, vectors, upsert=replay)
             return
-        tagged = {e.seq: self.to_message(e.data) for e in run if e.seq > min(self.state.markdown_seq,
-                                                                              self.state.index_seq)}
+        tagged = {e.seq: self.to_message(e.data) for e in run if force or e.seq > min(self.state.markdown_seq,
+                                                                                       self.state.index_seq)}
         if md_todo:
             msgs = [tagged[e.seq] for e in md_todo]
             self._lower_live_since(min(m.ts_ms for m in msgs))  # new messages go to the live files
@@ -577,29 +771,28 @@ class ProjectStore:
             # that messages said in the same millisecond get the same neighbours whichever way they came)
             line = sorted([(r["ts_ms"], r["message_id"], 0, r) for r in indexed]
                           + [(m.ts_ms, m.id, 1, m) for m in new], key=lambda x: x[:2])
-            before = ""
+            prev = None
             for n, (_ts, _id, is_new, item) in enumerate(line):
                 if is_new:
-                    rows += message_rows(item, before)
-                    before = context_of(item.text)
-                else:
-                    if n and line[n - 1][2]:  # an indexed message now after a new one
-                        neighbours[f"{item['message_id']}#0"] = search_text(item["speaker"], item["text"], before)
-                    before = context_of(item["text"])
+                    rows += message_rows(item, context_for(prev, item))
+                elif n and line[n - 1][2]:  # an indexed message now after a new one
+                    neighbours[f"{item['message_id']}#0"] = search_text(item["speaker"], item["text"],
+                                                                        context_for(prev, item))
+                prev = item
         return rows, neighbours
 
     def _recontext(self, conversation_id: str, ts_ms: int) -> None:
         """Set again the search_text of the messages said at ``ts_ms`` and of the one after them, from
         their neighbours as the index has them now (after an edit, a delete, a restore)."""
         line = self.index.around(conversation_id, ts_ms, ts_ms)
-        texts = {f"{r['message_id']}#0": search_text(r["speaker"], r["text"], context_of(p["text"]))
+        texts = {f"{r['message_id']}#0": search_text(r["speaker"], r["text"], context_for(p, r))
                  for p, r in zip(line, line[1:])}
         self.index.set_search_text(texts)
 
     def _embed_rows(self, rows: list[dict]) -> dict[str, list[float]]:
         return self._embed({r["chunk_id"]: embed_text(r["speaker"], r["text"]) for r in rows})
 
-    def _apply_one(self, entry: Entry, replay: bool) -> None:
+    def _apply_one(self, entry: Entry, replay: bool, force: bool = False) -> None:
         data = entry.data
         if entry.op == OP_MESSAGE_DELETE:
             if self._known is not None:
@@ -633,14 +826,14 @@ class ProjectStore:
         elif entry.op == OP_DAY_ROLLOVER:
             cutoff = int(data["cutoff_ms"])
             self._note_rollover([entry.seq, cutoff, str(data["day"])])
-            if entry.seq > self.state.markdown_seq:  # a replay from an index behind must not move later blocks
+            if force or entry.seq > self.state.markdown_seq:  # a replay from an index behind must not move later blocks
                 self.book.roll_over(cutoff, str(data["day"]))
                 since = self.state.live_since_ms  # nothing live is older now (the events after lower it again)
                 self.state.live_since_ms = cutoff if since is None else max(since, cutoff)
         elif entry.op == OP_MEMORY_DELETE:
             self.index.delete_memories([data["id"]])
-        elif entry.op in SETTING_OPS or entry.op in TURN_OPS:
-            pass  # the settings ledger's and the turn notes' own events
+        elif entry.op in SETTING_OPS or entry.op in TURN_OPS or entry.op == OP_REPLY_PART:
+            pass  # the settings ledger's and the turn notes' own events; a reply's parts as it streams (app.memory.replies)
         else:
             log.warning("journal event %d has an unknown operation %r; skipped", entry.seq, entry.op)
 
@@ -690,7 +883,7 @@ class ProjectStore:
         old = [t for t in times if before(t, cutoff_ms)]
         if not old:
             self.state.live_since_ms = min(times, default=cutoff_ms)
-            self.state.save(self._state_path)
+            self.save_state()
             return 0
         self.write([(OP_DAY_ROLLOVER, {"day": local_day(max(old)), "cutoff_ms": cutoff_ms})])
         return len(old)
@@ -753,8 +946,8 @@ class ProjectStore:
 
     def fill_vectors(self, batch: int = 256) -> int:
         """Embed up to ``batch`` chunks that have no vector yet. Returns how many got one."""
-        if self.embedder.spec == "none" or time.monotonic() < self._embedder_down_until:
-            return 0
+        if self.embedder.spec == "none" or time.monotonic() < self._embedder_down_until or self._index is None:
+            return 0  # (an index this process has not opened has nothing new of its doing to embed)
         if not self.index.vector_dim():
             dim = self._embedder_dim()
             if not dim:
@@ -786,26 +979,30 @@ class ProjectStore:
     def _rebuild(self, progress: Callable[[int, int], None] = lambda done, total: None, rescue: bool = False) -> int:
         self.journal.damaged_lines = 0
         folded = self._fold_all()
-        self.rescued = []
-        if rescue or self.journal.damaged_lines or self.journal.set_aside():
-            self.rescued = self._rescue(folded)
-            if self.rescued:
-                folded = self._fold_all()
+        # always: a rebuild never drops what a projection still holds and the journal lost (and never
+        # deleted) — a segment deleted, a tail lost, a damaged line, a journal rolled back
+        before_rescue = self.journal.last_seq()
+        self.rescued = self._rescue(folded)
+        if self.journal.last_seq() != before_rescue:
+            folded = self._fold_all()
+        for gap in self._gaps:  # the gaps found when the journal was opened: say what came back
+            self.journal.note_missing(gap.first, gap.last, gap.count, GAP_WHY, len(self.rescued))
+        self._gaps = []
         messages, memories = folded.messages, folded.memories
         last = self.journal.last_seq()
         with self._rollover_lock:
             self.state = replace(self.state, markdown_seq=0, index_seq=0, rebuilding=True,
                                  seen_seq=max(self._projected_seq(), last))
-        self.state.save(self._state_path)
+        self.save_state()
         self._known = None
         kept = self._vectors_to_keep()
         self.index.create(self._embedder_dim())
         ordered = sorted(messages.values(), key=lambda m: m.ts_ms)  # stable: ties keep journal order
-        before: dict[str, str] = {}  # each message's predecessor in its conversation (by time, then id)
-        latest: dict[str, str] = {}
+        before: dict[str, str] = {}  # what of its predecessor in its conversation (by time, then id) it answers
+        latest: dict[str, Message] = {}
         for m in sorted(ordered, key=lambda m: (m.ts_ms, m.id)):
-            before[m.id] = latest.get(m.conversation_id, "")
-            latest[m.conversation_id] = context_of(m.text)
+            before[m.id] = context_for(latest.get(m.conversation_id), m)
+            latest[m.conversation_id] = m
         for i in range(0, len(ordered), PROJECT_BATCH):
             batch = ordered[i : i + PROJECT_BATCH]
             rows = [r for m in batch for r in message_rows(m, before[m.id])]
@@ -815,16 +1012,19 @@ class ProjectStore:
             self.index.put_messages(batch, vectors, rows=rows)
             progress(min(i + PROJECT_BATCH, len(ordered)), len(ordered))
         self.index.put_memories(list(memories.values()), self._embed({m.id: m.text for m in memories.values()}))
-        self.book.rebuild(ordered, folded.archived)
-        if self.settings is not None:
+        self.book.rebuild(list(messages.values()), folded.archived)  # the order they came in (sorted by minute there)
+        if self.settings is not None and self.team is None:
             self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
+        elif self.settings is not None:  # the server's order, then this Kelvin's events it has not ordered yet
+            self.rebuild_ledger()
         self.turns.rebuild(self.journal.read())
         live = [m.ts_ms for m in ordered if m.id not in folded.archived]
         with self._rollover_lock:
             self.state = Projections(markdown_seq=last, index_seq=last, embedder=self.embedder.spec,
                                      rollovers=folded.rollovers, live_since_ms=min(live, default=None),
-                                     seen_seq=self.state.seen_seq, index_format=INDEX_FORMAT)
-        self.state.save(self._state_path)
+                                     seen_seq=self.state.seen_seq, index_format=INDEX_FORMAT,
+                                     unfinished=folded.unfinished)
+        self.save_state()
         self.index.optimize()
         return len(ordered)
 
@@ -840,96 +1040,129 @@ class ProjectStore:
             return {}
 
     def _rescue(self, folded: "Folded") -> list[str]:
-        """Mend the journal from the index, the second copy, where the journal lost something:
-
-        * a message the index holds and the journal has lost (and never deleted) is journaled again
-          as a restore;
-        * a message whose text the journal could only read back from a damaged line (perhaps with a
-          wrong character) is corrected to the index's copy, journaled as an edit;
-        * a message read back from a damaged line under an id the index never had (the flipped byte
-          was in the id) is the twin of one the index holds at the same moment of the same
-          conversation: the twin is restored and the misread one deleted.
-
+        """Journal again what the journal lost and a projection still holds (app.memory.rescue).
         Returns the ids of the messages journaled again or corrected."""
-        try:
-            if not self.index.exists:
-                return []
-            index_ids = self.index.message_ids()
-            lost = index_ids - folded.messages.keys() - folded.deleted
-            misread = folded.salvaged & folded.messages.keys()
-            copies = self.index.messages(sorted(lost | (misread & index_ids))) if lost or misread else {}
-        except Exception as exc:  # noqa: BLE001 — a damaged index (why one rebuilds): nothing to rescue from
-            log.warning("project %s: the old index could not be read for messages the journal lost: %s", self.name, exc)
-            return []
-        back = sorted((copies[i] for i in lost if i in copies), key=lambda m: (m.ts_ms, m.id))
-        events: list[tuple[str, dict]] = []
-        for mid in sorted(misread):
-            mine = folded.messages[mid]
-            if mid in copies:
-                if copies[mid].text != mine.text:
-                    events.append((OP_MESSAGE_EDIT, {"id": mid, "text": copies[mid].text}))
-            elif any((m.ts_ms, m.conversation_id, m.role) == (mine.ts_ms, mine.conversation_id, mine.role) for m in back):
-                events.append((OP_MESSAGE_DELETE, {"id": mid}))
-        events += [(OP_MESSAGE_RESTORE, with_engine(m)) for m in back]
+        events = rescue(self, folded, self.missing_ranges())
         if not events:
             return []
         self.journal.append(events)
-        ids = [d["id"] for op, d in events if op != OP_MESSAGE_DELETE]
-        log.warning("project %s: %d message(s) the journal had lost or misread were taken back from the index and "
-                    "journaled again: %s", self.name, len(ids), ", ".join(ids[:10]))
+        ids = [d["id"] for op, d in events if op in (OP_MESSAGE_EDIT, OP_MESSAGE_RESTORE)]
+        log.warning("project %s: %d message(s) the journal had lost or misread were taken back from the index or "
+                    "the Markdown and journaled again: %s", self.name, len(ids), ", ".join(ids[:10]))
         return ids
+
+    def missing_ranges(self) -> list[tuple[int, int]]:
+        """The runs of event numbers the journal is known to lack (recorded beside it)."""
+        return [(r.seq, r.seq + r.size - 1) for r in self.journal._manifest()  # noqa: SLF001
+                if r.kind == "missing" and r.seq is not None]
 
     def _fold(self) -> tuple[dict[str, Message], dict[str, Memory]]:
         """The live messages and memories, as the journal has them after every edit and delete."""
         folded = self._fold_all()
         return folded.messages, folded.memories
 
-    def _fold_all(self) -> Folded:
+    def _fold_all(self, tag: bool = True) -> Folded:
         """The messages and memories the journal holds, and which archived day each archived message
         is in — placed as the projection places them: added live, moved by a rollover, restored into
-        the day whose range covers it."""
-        messages: dict[str, dict] = {}
-        memories: dict[str, Memory] = {}
-        live: dict[str, int] = {}  # id → ts of the messages in the live files
-        archived: dict[str, str] = {}
-        rollovers: list[list] = []
-        deleted: set[str] = set()
-        salvaged: set[str] = set()  # messages whose text the journal read back from a damaged line
-        for e in self.journal.read():
-            d = e.data
-            if e.op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE) and d["id"] not in messages:
-                messages[d["id"]] = d
-                (salvaged.add if e.salvaged else salvaged.discard)(d["id"])
-                day = _place_in(rollovers, d["ts_ms"]) if e.op == OP_MESSAGE_RESTORE else None
-                if day is None:
-                    live[d["id"]] = d["ts_ms"]
-                else:
-                    archived[d["id"]] = day
-            elif e.op == OP_MESSAGE_EDIT and d["id"] in messages:
-                messages[d["id"]] = {**messages[d["id"]], "text": d["text"],
-                                     **({CONTEXT_ENGINE: d[CONTEXT_ENGINE]} if CONTEXT_ENGINE in d else {})}
-                (salvaged.add if e.salvaged else salvaged.discard)(d["id"])
-            elif e.op == OP_MESSAGE_DELETE:
-                deleted.add(d["id"])
-                messages.pop(d["id"], None)
-                live.pop(d["id"], None)
-                archived.pop(d["id"], None)
-            elif e.op == OP_DAY_ROLLOVER:
-                cutoff, day = int(d["cutoff_ms"]), str(d["day"])
-                rollovers.append([e.seq, cutoff, day])
-                for mid in [mid for mid, ts in live.items() if before(ts, cutoff)]:
-                    archived[mid] = day
-                    del live[mid]
-            elif e.op == OP_MEMORY_ADD:
-                memories[d["id"]] = Memory(**d)
-            elif e.op == OP_MEMORY_DELETE:
-                memories.pop(d["id"], None)
-        return Folded({k: self.to_message(v) for k, v in messages.items()}, memories, archived, rollovers,
-                      deleted - messages.keys(), salvaged)
+        the day whose range covers it. An event that cannot be read as what it says is set aside.
+        ``tag=False``: the messages untagged (only their ids matter)."""
+        acc = _Fold()
+        for e in self.in_order():
+            try:
+                acc.fold(e)
+            except DATA_ERRORS as exc:
+                self.journal.note_unapplied(e, "the index and Markdown", exc)
+        out: dict[str, Message] = {}
+        for k, v in acc.messages.items():
+            try:
+                out[k] = self.to_message(v) if tag else self.bare_message(v)
+            except DATA_ERRORS as exc:
+                log.warning("project %s: message %s cannot be rebuilt (%s); skipped", self.name, k, exc)
+        return Folded(out, acc.memories, acc.archived, acc.rollovers, acc.deleted - acc.messages.keys(), acc.salvaged,
+                      acc.touched, acc.forgotten - acc.memories.keys(), acc.unfinished)
+
+    def rebuild_ledger(self) -> None:
+        """The settings ledger again from the journal alone (a project just shared: its entries are
+        named after their events' ids and placed in the shared order from now on)."""
+        if self.settings is None:
+            return
+        with self.writing():
+            if self.team is None:
+                self.settings.rebuild(self.journal.read(), self._lookup, self.bare_message)
+                return
+            events = self.in_order()
+            settled = [e for e in events if e.ss <= self.team.cursor]
+            with self.settings.changing():
+                self.settings.undo_tentative()
+                self.settings.rebuild(settled, self._lookup, self.bare_message, shared="settled")
+                self.settings.project(events[len(settled):], self._lookup, self.bare_message, shared="tentative")
+                self.settings.seq = max(self.settings.seq, self.journal.last_seq())
+            team_ledger.written(self)
+
+    def in_order(self) -> list[Entry] | Iterator[Entry]:
+        """The journal's events in the order the projections fold them: the journal's own, or in a
+        shared project the server's order (each with its place in ``ss``), then this Kelvin's
+        events the server has not ordered yet."""
+        if self.team is None:
+            return self.journal.read()
+        return sorted((self.team.shared_view(e) for e in self.journal.read()), key=lambda e: (e.ss, e.seq))
 
     def journal_messages(self) -> list[Message]:
         """Every live message as the journal has it (for checks and tools)."""
         return list(self._fold()[0].values())
+
+
+class _Fold:
+    """What the journal holds, event by event (see ``ProjectStore._fold_all``)."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, dict] = {}
+        self.memories: dict[str, Memory] = {}
+        self.live: dict[str, int] = {}  # id → ts of the messages in the live files
+        self.archived: dict[str, str] = {}
+        self.rollovers: list[list] = []
+        self.deleted: set[str] = set()
+        self.salvaged: set[str] = set()  # messages whose text the journal read back from a damaged line
+        self.touched: dict[str, int] = {}  # message id → the last event about it
+        self.forgotten: set[str] = set()  # kept memories deleted
+        self.unfinished: dict[str, list] = {}  # replies seen streaming, not finished
+
+    def fold(self, e: Entry) -> None:
+        d, messages = e.data, self.messages
+        replies.track(self.unfinished, [e])
+        if e.op in (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE) and d["id"] not in messages:
+            whole_message(d)
+            messages[d["id"]] = d
+            (self.salvaged.add if e.salvaged else self.salvaged.discard)(d["id"])
+            day = _place_in(self.rollovers, d["ts_ms"]) if e.op == OP_MESSAGE_RESTORE else None
+            if day is None:
+                self.live[d["id"]] = d["ts_ms"]
+            else:
+                self.archived[d["id"]] = day
+        elif e.op == OP_MESSAGE_EDIT and d["id"] in messages:
+            if not isinstance(d["text"], str):
+                raise TypeError("an edit's text is a string")
+            messages[d["id"]] = {**messages[d["id"]], "text": d["text"],
+                                 **({CONTEXT_ENGINE: d[CONTEXT_ENGINE]} if CONTEXT_ENGINE in d else {})}
+            (self.salvaged.add if e.salvaged else self.salvaged.discard)(d["id"])
+        elif e.op == OP_MESSAGE_DELETE:
+            self.deleted.add(d["id"])
+            messages.pop(d["id"], None)
+            self.live.pop(d["id"], None)
+            self.archived.pop(d["id"], None)
+        elif e.op == OP_DAY_ROLLOVER:
+            cutoff, day = int(d["cutoff_ms"]), str(d["day"])
+            self.rollovers.append([e.seq, cutoff, day])
+            for mid in [mid for mid, ts in self.live.items() if before(ts, cutoff)]:
+                self.archived[mid] = day
+                del self.live[mid]
+        elif e.op == OP_MEMORY_ADD:
+            self.memories[d["id"]] = Memory(**d)
+        elif e.op == OP_MEMORY_DELETE:
+            self.memories.pop(d["id"], None)
+            self.forgotten.add(d["id"])
+        if e.op.startswith("message."):
+            self.touched[d["id"]] = e.seq
 
 
 @dataclass
@@ -943,6 +1176,9 @@ class Folded:
     rollovers: list[list] = field(default_factory=list)
     deleted: set[str] = field(default_factory=set)  # deleted and not restored since
     salvaged: set[str] = field(default_factory=set)  # text read back from a damaged journal line
+    touched: dict[str, int] = field(default_factory=dict)  # message id → the last event about it
+    forgotten: set[str] = field(default_factory=set)  # kept memories deleted (and not kept again)
+    unfinished: dict[str, list] = field(default_factory=dict)  # replies seen streaming, never finished
 
 
 def _place_in(rollovers: list[list], ts_ms: int) -> str | None:
@@ -954,9 +1190,28 @@ def _place_in(rollovers: list[list], ts_ms: int) -> str | None:
     return None
 
 
+def _stat(path: Path) -> tuple:
+    """What says a file changed (another process replaces or appends to it): () when it is not there."""
+    try:
+        st = path.stat()
+    except OSError:
+        return ()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
 def local_day(ts_ms: int) -> str:
     """The local calendar date of a moment, as YYYY-MM-DD (the name of an archived day)."""
     return datetime.fromtimestamp(ts_ms / 1000).date().isoformat()
+
+
+def whole_message(d: dict) -> None:
+    """Raise KeyError or TypeError unless ``d`` has what a stored message needs, of the right types (the
+    content rules are the writers'; an older Kelvin's messages stay readable)."""
+    if not all(isinstance(d[k], str) for k in ("id", "text", "role", "speaker", "conversation_id")) \
+            or not d["id"] or not isinstance(d.get("turn_id", ""), str) or not isinstance(d.get("status", ""), str):
+        raise TypeError("a message's id, text, role, speaker, conversation, turn and status are strings")
+    if not isinstance(d["ts_ms"], int) or isinstance(d["ts_ms"], bool) or not -2**62 < d["ts_ms"] < 2**62:
+        raise TypeError("a message's time is a whole number of milliseconds")
 
 
 def whole_event(e: Entry) -> bool:
@@ -980,6 +1235,8 @@ def whole_event(e: Entry) -> bool:
             return isinstance(d.get("parameter", ""), str) and isinstance(d.get("ts_ms", 0), int)
         if e.op in TURN_OPS:
             return whole_turn_event(e.op, d)
+        if e.op == OP_REPLY_PART:
+            return bool(check_id(d["id"])) and isinstance(d.get("text", ""), str)
     except (RecordError, KeyError, TypeError, ValueError):
         return False
     return False

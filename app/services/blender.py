@@ -2,8 +2,9 @@
 
 Blender is heavy (~0.8 GB, its own numpy), so Kelvin never imports ``bpy``: it runs the reader
 (``app/blender/kelvin_sync/scene_reader.py``, the same file the add-on uses) with a Python that has
-``bpy`` — the ``blender_python`` setting, else this Python if it has one, else a ``blender``
-executable on the PATH — and reads the JSON it writes. Every failure is one plain sentence
+``bpy`` — the ``blender_python`` setting, else this Python if it has one, else ``~/.kelvin-blender``
+(where the install steps put it), else a ``blender`` executable on the PATH — and reads the JSON it
+writes. Every failure is one plain sentence
 (:class:`app.core.scene.SceneError`); nothing is written to the ledger before the whole scene is read.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,12 +21,20 @@ from importlib import resources
 from pathlib import Path
 
 from app.core.scene import SceneError
+from app.durable import read_regular
 
 READ_TIMEOUT_S = 180  # a huge production file takes a while to open
+MAX_ANSWER_BYTES = 16 * 2**20  # the reader's JSON: a few kB per scene
 INSTALL = ("Blender's Python module is not installed. Install it into its own Python 3.11 (it needs numpy<2, so "
            "keep it apart from Kelvin's): python3.11 -m venv ~/.kelvin-blender && ~/.kelvin-blender/bin/pip install "
            "bpy — then set blender_python = \"~/.kelvin-blender/bin/python\" in kelvin.toml (or "
            "KELVIN_BLENDER_PYTHON). A Blender you already have works too: blender_python = \"/path/to/blender\".")
+
+
+def installed_python() -> Path:
+    """Where the README's steps install Blender's Python (``~/.kelvin-blender``)."""
+    home = Path.home() / ".kelvin-blender"
+    return home / "Scripts" / "python.exe" if os.name == "nt" else home / "bin" / "python"
 
 
 def reader_path() -> Path:
@@ -42,10 +52,52 @@ def command(setting: str = "") -> list[str]:
         return _blender(exe) if Path(exe).name.lower().startswith("blender") else [exe]
     if importlib.util.find_spec("bpy") is not None:  # found, never imported here
         return [sys.executable]
+    if installed_python().is_file():  # where the install steps put it
+        return [str(installed_python())]
     exe = shutil.which("blender")
     if exe:
         return _blender(exe)
     raise SceneError(INSTALL)
+
+
+def _run(argv: list[str], timeout: float) -> tuple[int, str]:
+    """Run the reader in a process group of its own; at ``timeout`` the whole group is ended (SIGTERM,
+    then SIGKILL): a reader that never returns leaves nothing running behind it. Returns the exit
+    status and the tail of what it printed."""
+    group = {"start_new_session": True} if os.name != "nt" else \
+        {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONNOUSERSITE": "1"}, **group) as proc:
+        try:
+            said, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end_group(proc)
+            raise
+        return proc.returncode, said[-4000:].decode("utf-8", "replace")
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """End the reader and everything it started: SIGTERM to its group, a moment, then SIGKILL."""
+    if os.name == "nt":
+        proc.kill()
+    else:
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        _signal_group(proc.pid, signal.SIGKILL)  # whatever of the group is left
+    try:
+        proc.communicate(timeout=10)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # gone already
 
 
 def _blender(exe: str) -> list[str]:
@@ -71,18 +123,18 @@ def read_blend(path: str | os.PathLike, scene: str = "", setting: str = "", time
         args = [str(p.resolve()), "--out", str(out)] + (["--scene", scene] if scene else [])
         argv = cmd + [reader] + (["--"] if cmd[1:2] == ["--background"] else []) + args
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                  env={**os.environ, "PYTHONNOUSERSITE": "1"})
+            code, said = _run(argv, timeout)
         except subprocess.TimeoutExpired:
-            raise SceneError(f"Blender took more than {timeout:.0f} s to read {p.name}; nothing was imported") from None
+            raise SceneError(f"Blender took more than {timeout:.0f} s to read {p.name}; it was stopped (with what it "
+                             "started) and nothing was imported") from None
         except OSError as exc:
             raise SceneError(f"Blender could not be started ({exc.strerror or exc}). {INSTALL}") from None
         if not out.exists():
-            tail = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
-            raise SceneError(f"Blender stopped without reading {p.name} (exit {done.returncode}: {tail[0][:200]})")
+            tail = said.strip().splitlines()[-1:] or ["no output"]
+            raise SceneError(f"Blender stopped without reading {p.name} (exit {code}: {tail[0][:200]})")
         try:
-            data = json.loads(out.read_text(encoding="utf-8"))
-        except ValueError:
+            data = json.loads(read_regular(out, MAX_ANSWER_BYTES).decode("utf-8"))
+        except (ValueError, RecursionError, OSError):  # not JSON, nested past reading, or absurdly large
             raise SceneError(f"Blender's answer for {p.name} was not readable; nothing was imported") from None
     if isinstance(data, dict) and data.get("error"):
         if data["error"] == "no-blender":

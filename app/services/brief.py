@@ -30,10 +30,10 @@ from app.core.dates import as_read, long_day
 from app.core.dates import written as written_on
 from app.core.parameters import format_value
 from app.core.records import Message, RecordError, now_ms
-from app.durable import append_durably, write_atomically
+from app.durable import append_durably, read_regular, write_atomically
 from app.llm.errors import ModelServerUnavailable
 from app.memory.index import Filters
-from app.services.settings_ledger import engine_label
+from app.services.settings_ledger import setting_label, value_text
 
 log = logging.getLogger("kelvin.brief")
 
@@ -131,8 +131,9 @@ class BriefBuilder:
 
     def state(self, project: str | None = None) -> dict:
         try:
-            return json.loads((self.folder(project) / STATE_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(read_regular(self.folder(project) / STATE_FILE, 1 << 20))
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError, RecursionError):
             return {}
 
     def default_since(self, project: str | None = None) -> int:
@@ -157,6 +158,12 @@ class BriefBuilder:
             raise BriefFailed(f"project {project!r} has no memory yet: nothing to brief")
         self.memory.flush()
         since = self.default_since(project) if since_ms is None else since_ms
+        st = self.state(project)
+        if since_ms is None and st.get("last_ms") and self._has_content(store.folder / BRIEF_FILE) \
+                and not self._said_since(store, st):
+            # a second brief the same day covers the day again, but only when something was said since
+            raise NothingNew(f"nothing new since the last brief ({_iso(int(st['last_ms'])).replace('T', ' ')[:16]}): "
+                             f"the brief is unchanged ({store.folder / BRIEF_FILE})")
         messages = self._messages(project, since)
         if not messages and self._has_content(store.folder / BRIEF_FILE):
             raise NothingNew(f"nothing new since {written_on(since) if since else 'the start'}: "
@@ -209,10 +216,7 @@ class BriefBuilder:
         # only what the model wrote is checked: Kelvin's own words (a date in "No conversation since …") never are
         flagged = plan_.unsupported("\n".join(narrative.values()), sources) if calls else []
         narrative = {k: plan_.mark(v, flagged) for k, v in narrative.items()}
-        rows = [(" ".join(x for x in (engine_label(cur.entry.engine), (cur.entry.name or cur.entry.parameter).replace("_", " ")) if x),
-                 format_value(cur.entry.value, cur.entry.unit), written_on(cur.entry.ts_ms)
-                 + (" (by hand)" if cur.entry.by == "artist" else ""),
-                 "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
+        rows = self._rows(settings)
         written_ms = now_ms()
         written_at = as_read(written_ms)  # the day is in the header already
         scene = self.ledger.scene_answer(project, say_none=False)
@@ -242,12 +246,11 @@ class BriefBuilder:
         now = now_ms()
         today = int(datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0).timestamp() * 1000)
         settings = self.ledger.current(project)
-        rows = [(self._label(cur.entry), format_value(cur.entry.value, cur.entry.unit),
-                 written_on(cur.entry.ts_ms) + (" (by hand)" if cur.entry.by == "artist" else ""),
-                 "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
-        decided = [f"- {self._label(cur.entry)}: {format_value(cur.entry.value, cur.entry.unit)}"
+        rows = self._rows(settings)
+        decided = [f"- {setting_label(cur.entry)}: {value_text(cur)}"
                    + (f" (was {format_value(cur.previous.value, cur.previous.unit)})" if cur.previous else "")
-                   + f", {as_read(cur.entry.ts_ms)}" for cur in settings if cur.entry.ts_ms >= today]
+                   + f", {as_read(cur.decision.ts_ms)}" for cur in settings
+                   if cur.decision is not None and cur.decision.ts_ms >= today]
         messages = self._messages(project, today)
         by_domain: dict[str, list[Message]] = {}
         for m in messages:
@@ -277,15 +280,28 @@ class BriefBuilder:
         return int(st.get("without_model_ms") or 0) > int(st.get("last_ms") or 0)
 
     @staticmethod
-    def _label(e) -> str:
-        return " ".join(x for x in (engine_label(e.engine), (e.name or e.parameter).replace("_", " ")) if x)
+    def _rows(settings) -> list[tuple[str, str, str, str]]:
+        """The brief's settings table: the decided value (or the values to confirm), the file's beside it
+        when they differ, when it was decided, the value before."""
+        return [(setting_label(cur.entry).replace("_", " "), value_text(cur),
+                 "" if cur.decision is None else written_on(cur.decision.ts_ms)
+                 + (" (by hand)" if cur.decision.by == "artist" else ""),
+                 "" if cur.previous is None else format_value(cur.previous.value, cur.previous.unit)) for cur in settings]
 
     @staticmethod
     def _has_content(path: Path) -> bool:
         try:
-            return bool(path.read_text(encoding="utf-8").strip())
+            return bool(read_regular(path, 64 * 2**20).decode("utf-8").strip())
         except (OSError, UnicodeDecodeError):
             return False
+
+    def _said_since(self, store, st: dict) -> bool:
+        """Whether a message was said, imported, edited or deleted since the last brief: journal events
+        after the one the brief recorded (a brief from an older Kelvin: messages dated after it)."""
+        last_seq = st.get("last_seq")
+        if isinstance(last_seq, int) and not isinstance(last_seq, bool):
+            return any(e.op.startswith("message.") for e in store.journal.read(after_seq=last_seq))
+        return bool(self.memory.message_ids(store.name, Filters(since_ms=int(st["last_ms"]))))
 
     def _messages(self, project: str, since: int) -> list[Message]:
         ids = self.memory.message_ids(project, Filters(since_ms=since or None))
@@ -297,10 +313,13 @@ class BriefBuilder:
 
     @staticmethod
     def _line(cur) -> str:
-        e = cur.entry
-        label = " ".join(x for x in (engine_label(e.engine), (e.name or e.parameter).replace("_", " ")) if x)
+        """The decision, the values to confirm, the file's value beside it when it differs."""
         before = f" (before: {format_value(cur.previous.value, cur.previous.unit)})" if cur.previous else ""
-        return f"{label} = {format_value(e.value, e.unit)}{before}"
+        d = cur.decision
+        who = f" ({d.author})" if d is not None and d.author else ""  # a shared project: who decided it
+        apart = "".join(f"; CONFLICT: {x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} without having "
+                        "seen it" for x in cur.conflict)
+        return f"{setting_label(cur.entry)} = {value_text(cur)}{who}{before}{apart}"
 
     def _save(self, result: BriefResult, since: int) -> None:
         """Archive first, then the live brief replaced in one step: a crash in between leaves the old
@@ -317,8 +336,11 @@ class BriefBuilder:
                 self.memory.forget(old_memory, result.project)  # the archive keeps the old brief whole
             except RecordError:
                 pass
+        self.memory.flush()
         write_atomically(folder / STATE_FILE, json.dumps({"last_ms": result.written_ms, "since_ms": since,
-                                                          "memory_id": mem.id}, indent=1))
+                                                          "memory_id": mem.id,
+                                                          "last_seq": self.memory.store(result.project).journal.last_seq()},
+                                                         indent=1))
 
     @staticmethod
     def _memory_text(result: BriefResult) -> str:

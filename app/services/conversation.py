@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -20,8 +21,9 @@ from typing import Callable
 
 from app import resources
 from app.core import chunking, commands, tools
+from app.core.projects import same_project
 from app.core.commands import Command, Mode
-from app.core.context import RECENT_TURNS, Budget, Ingredients, Window, pack, same_words, when
+from app.core.context import RECENT_TURNS, Budget, Ingredients, Seen, Window, pack, when
 from app.core.recall import recall_answer
 from app.core.records import MAX_MESSAGE_CHARS, Memory, Message, RecordError, check_text, clean_output, new_id, now_ms
 from app.core.tokens import Calibration, clip, estimate_messages
@@ -35,7 +37,7 @@ from app.memory.turn_notes import OP_TURN_SOURCES
 from app.services.turn_extras import sources_of
 from app.services.memory import MemoryService
 from app.services.projects import Projects
-from app.services.settings_ledger import SettingsLedger, describe
+from app.services.settings_ledger import SettingsLedger, setting_label, value_text
 from app.config import Config
 
 log = logging.getLogger("kelvin.conversation")
@@ -88,6 +90,11 @@ class _Turn:
     mode: Mode
     stop: threading.Event
     budget: Budget  # the window's size for this mode and this server
+    answer_id: str = field(default_factory=new_id)  # the reply's id, from its first checkpoint to its end
+    streamed: list = field(default_factory=lambda: [0, 0.0])  # [characters journaled so far, when (monotonic)]
+
+
+CHECKPOINT_S = 0.5  # a streaming reply is journaled at least this often: a kill -9 loses at most a second
 
 
 class Conversation:
@@ -127,9 +134,12 @@ class Conversation:
         self.set_mode(mode)
 
     # ---- projects, conversations, modes ------------------------------------------------------------
-    def switch_project(self, name: str) -> None:
-        """Make ``name`` the current project (created if new). Takes its write lock now, so a project
-        held by another Kelvin is refused here, with a message, rather than failing a commit later."""
+    def switch_project(self, name: str, create: bool = True) -> None:
+        """Make ``name`` the current project (created if new, when ``create``; else a name that is no
+        project is refused, naming the nearest). Takes its write lock now, so a project held by another
+        Kelvin is refused here, with a message, rather than failing a commit later."""
+        if not create:
+            self.projects.require(name, f"/project new {name}")
         info = self.projects.ensure(name)
         self.memory.open(info.name)
         self.project = info.name
@@ -226,13 +236,21 @@ class Conversation:
         with self._inference:
             greeting = ""
             if self.projects.today() != self._day:  # Kelvin left open overnight: a new day starts clean
-                self.switch_project(self.project)
-                greeting = self.greeting()
+                try:
+                    self.switch_project(self.project)
+                    greeting = self.greeting()
+                except Exception:  # noqa: BLE001 — the question is kept all the same (in yesterday's conversation)
+                    log.exception("starting the new day's conversation failed")
             turn = self._new_turn(stop)
-            recent = self.recent()
+            # the question is journaled before anything else can fail: searching, the window, the model
             question, stored = self.memory.commit(text, role="user", conversation_id=turn.conversation_id,
                                                   turn_id=turn.id, project=turn.project)
             self._watch(stored, "question")
+            try:
+                recent = [m for m in self.recent() if m.id != question.id]
+            except Exception:  # noqa: BLE001 — an unreadable index: the turn goes on without its last turns
+                log.exception("the last turns could not be read; answering without them")
+                recent = []
             # a model sees the last turns in its window; a recall answer must be able to quote them
             recalled, memories, settings, repeats = self._point(turn, text, question.id,
                                                                 recent if turn.mode is not Mode.RECALL else [])
@@ -286,23 +304,26 @@ class Conversation:
         past messages were left out as repeats of what the window holds. A search that breaks leaves
         the turn without memory, not without an answer."""
         skip = {m.id for m in recent} | {question_id}
-        said = {same_words(text)} | {same_words(m.text) for m in recent}  # the window holds these already
+        said = Seen([text, *(m.text for m in recent)])  # the window holds these already
         recalled: tuple[Message, ...] = ()
         memories: tuple[Memory, ...] = ()
         settings: tuple[str, ...] = ()
         repeats = 0
         query = text[:SEARCH_CHARS]  # a pasted log searches by its head: a 50k-character query costs ~1 s
         try:
-            hits = self.memory.search(query, k=2 * RETRIEVE_K + len(skip), project=turn.project,
+            hits = self.memory.search(query, k=3 * RETRIEVE_K + len(skip), project=turn.project,
                                       drop_status=NOT_FOR_RETRIEVAL)
             found = []
-            for h in hits:  # not what the window holds, not the same question asked again, nothing twice
-                words = same_words(h.message.text)
-                if h.message.id not in skip and words not in said:
-                    said.add(words)
+            for h in hits:  # not what the window holds, not the question asked again (another day too), nothing
+                # twice (a similar answer): the best ranked of each is kept, so what answers comes up
+                if h.message.id not in skip and not said.repeats(h.message.text):
+                    said.add(h.message.text)
                     found.append(h.message)
                 elif len(found) < RETRIEVE_K:  # one the window would have held, but holds already
                     repeats += 1
+            # a decision or standing instruction the search found (priority 2: "final", "always", "the client
+            # wants") goes before the rest, in the search's order: it is what a question about it wants
+            found.sort(key=lambda m: m.tags.priority < 2)
             recalled = tuple(found[:RETRIEVE_K])
             memories = tuple(m for m, _ in self.memory.search_memories(query, k=MEMORIES_K, project=turn.project))
         except Exception:  # noqa: BLE001 — the turn goes on; the log has the cause
@@ -359,7 +380,7 @@ class Conversation:
         if written.date().isoformat() >= day:
             return ""
         current = self.ledger.current(project)
-        settings = "; ".join(describe(c).split(" (")[0] for c in current[:12])
+        settings = "; ".join(f"{setting_label(c.entry)} = {value_text(c)}" for c in current[:12])
         more = f" and {len(current) - 12} more" if len(current) > 12 else ""
         return (f"Resuming from the brief of {written:%A} {written.day} {written:%B %H:%M} (Kelvin keeps it in mind "
                 "for every answer). "
@@ -481,6 +502,8 @@ class Conversation:
                     text = clean_output(chunk.text)
                     parts.append(text)
                     on_token(text)
+                    if kind == "turn":
+                        self._checkpoint(turn, parts)
                 calls += [c for c in chunk.tool_calls if c not in calls]
                 if chunk.done:
                     final = chunk
@@ -488,6 +511,24 @@ class Conversation:
             self._stream, self._streaming_mode = None, None
             stream.close()
         return final, calls
+
+    def _checkpoint(self, turn: _Turn, parts: list[str], every: float = CHECKPOINT_S) -> None:
+        """Journal what streamed since the last checkpoint, if ``every`` seconds have passed (a
+        ``reply.part``: app.memory.replies). The commit queue writes it; the stream never waits."""
+        now = time.monotonic()
+        done, last = turn.streamed
+        if now - last < every:
+            return
+        text = "".join(parts)
+        if len(text) <= done:
+            return
+        from app.memory.replies import OP_REPLY_PART, this_process
+
+        part = {"id": turn.answer_id, "project": turn.project, "conversation_id": turn.conversation_id,
+                "turn_id": turn.id, "speaker": f"Kelvin ({turn.model})", "ts_ms": now_ms(), "text": text[done:],
+                **this_process()}
+        turn.streamed[:] = [len(text), now]
+        self._watch(self.memory.writer.submit(turn.project, [(OP_REPLY_PART, part)]), "reply so far")
 
     def _info(self, model: str) -> ModelInfo | None:
         """The chat model's capabilities (asked once; unknown if the server cannot say)."""
@@ -540,10 +581,11 @@ class Conversation:
             log.warning("reply not stored as given: %s", exc)
             parts, status = [f"[the reply could not be stored: {exc}]"], "failed"
         ts = now_ms()
-        for n, part in enumerate(parts):
+        for n, part in enumerate(parts):  # the first under the id its checkpoints used: they fold into it
             message, stored = self.memory.commit(part, role="assistant", speaker=speaker,
                                                  conversation_id=turn.conversation_id, turn_id=turn.id,
-                                                 project=turn.project, status=status, ts_ms=ts + n)
+                                                 project=turn.project, status=status, ts_ms=ts + n,
+                                                 message_id=turn.answer_id if n == 0 else None)
             result.answer = result.answer or message
             self._watch(stored, "reply")
             result.stored += (stored,)
@@ -564,7 +606,9 @@ class Conversation:
     def _remember_turn(self, turn: _Turn, question: Message, answer: Message | None) -> None:
         if (turn.project, turn.conversation_id) != (self.project, self.conversation_id):
             return  # the artist moved on to another project or conversation meanwhile
-        self._recent = _last_turns((self._recent or []) + [question] + ([answer] if answer else []))
+        new = [question] + ([answer] if answer else [])
+        ids = {m.id for m in new}  # (the question may be in the last turns already, read after it was stored)
+        self._recent = _last_turns([m for m in (self._recent or []) if m.id not in ids] + new)
         self._notes = {k: v for k, v in self._notes.items() if any(m.id == k for m in self._recent)}
 
     # ---- overflow summaries ------------------------------------------------------------------------
@@ -700,11 +744,18 @@ class Conversation:
                 Mode.GPU: " — the model runs on the GPU.", Mode.CPU: cpu,
                 Mode.RECALL: " — no model; answers are quoted from memory."}[self.mode])
         if cmd.name == "project":
-            if cmd.arg:
-                self.switch_project(cmd.arg)
+            if cmd.create:  # "/project new NAME": made only when asked
+                if self.projects.exists(cmd.arg):
+                    raise RecordError(f"a project named {self.projects.display_name(cmd.arg)!r} already exists "
+                                      f"(/project {cmd.arg} switches to it)")
+                self.switch_project(cmd.arg, create=True)
+                return done(f"Project: {self.project} (new)")
+            if cmd.arg:  # like --project: a misspelt name is never a new, empty project
+                self.switch_project(cmd.arg, create=False)
             return done(f"Project: {self.project}")
         if cmd.name == "projects":
-            return done("\n".join(("* " if p.name == self.project else "  ") + p.name for p in self.projects.list()))
+            return done("\n".join(("* " if same_project(p.name, self.project) else "  ") + p.name
+                                   for p in self.projects.list()))
         if cmd.name == "rename":
             old = self.project
             self.rename_project(cmd.arg)

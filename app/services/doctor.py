@@ -42,6 +42,8 @@ def run(settings: Config, backend: ModelServer, memory=None) -> list[Check]:
     if memory is not None:
         checks.append(_store(settings, memory))
         checks.append(journal(settings.project, memory))
+    if settings.team_server.strip():
+        checks.append(team_server(settings))
     return checks
 
 
@@ -90,6 +92,41 @@ def _openai(settings: Config, backend: ModelServer) -> list[Check]:
     if cannot:
         out.append(Check("unloading", INFO, cannot))
     return out
+
+
+
+
+SKEW_WARN_MS = 5_000
+
+
+def team_server(settings: Config) -> Check:
+    """The studio's PostgreSQL: reachable, its version, this role's rights, the clocks' skew, the
+    schema version."""
+    from app.memory.team_server import SCHEMA_VERSION, TeamServer, TeamServerError, where
+
+    server = TeamServer(settings.team_server)
+    try:
+        facts = server.facts()
+    except TeamServerError as exc:
+        fix = {"refused": "check the role and ~/.pgpass (or the service file) with the studio's admin",
+               "offline": "check the address in team_server and the network; Kelvin works on this machine meanwhile"}
+        return Check("team server", FAIL, str(exc), fix.get(exc.kind, ""))
+    finally:
+        server.close()
+    rights = facts["rights"]
+    can = ("reads and writes" if rights.get("write") else "reads only (a write says so)" if rights.get("read")
+           else "has no rights on Kelvin's tables" if rights else "no Kelvin tables yet")
+    detail = (f"{where(settings.team_server)}: PostgreSQL {facts['version']}, role {facts['user']} {can}, schema "
+              f"{facts['schema'] or 'none'} (this Kelvin: {SCHEMA_VERSION}), clocks {facts['skew_ms']:+,} ms apart, "
+              f"{facts['rtt_ms']} ms away")
+    if facts["schema"] > SCHEMA_VERSION:
+        return Check("team server", FAIL, detail, "the server was set up by a newer Kelvin: update Kelvin")
+    if rights and not rights.get("read"):
+        return Check("team server", FAIL, detail, "ask the studio's admin to grant this role SELECT on schema kelvin")
+    if abs(facts["skew_ms"]) > SKEW_WARN_MS:
+        return Check("team server", WARN, detail, "this machine's clock is off: the times beside what the team says "
+                     "follow each artist's clock (turn on network time)")
+    return Check("team server", OK, detail)
 
 
 def _ollama(settings: Config, backend: ModelServer) -> list[Check]:
@@ -219,6 +256,7 @@ def _store(settings: Config, memory) -> Check:
 def journal(name: str, memory) -> Check:
     """Every journal line's checksum, and what was set aside (torn tails, damaged lines) and is still
     there: reported until the artist has looked at it and removed the file."""
+    from app.memory import completeness
     from app.memory.journal import JournalError
 
     try:
@@ -230,12 +268,15 @@ def journal(name: str, memory) -> Check:
         events = sum(1 for _ in reader.read())
         damaged = reader.damaged_lines - before
         aside = reader.set_aside()
+        gaps = completeness.unexplained(reader)  # numbers no event holds, that nothing accounts for yet
     except (JournalError, OSError, ValueError) as exc:
         return Check("journal", FAIL, f"project {name!r}: the journal cannot be read: {exc}",
                      "check the disk; the journal is the source of truth, do not delete it")
-    if not damaged and not aside:
-        return Check("journal", OK, f"project {name!r}: {events:,} events, every checksum good")
+    if not damaged and not aside and not gaps:
+        return Check("journal", OK, f"project {name!r}: {events:,} events, numbered without a gap, every checksum good")
     said = [r.describe() for r in aside]
+    said += [f"{gap.describe()}; what the index or the Markdown still holds of them is taken back when Kelvin next "
+             "writes this project" for gap in gaps]
     if damaged > sum(r.kind == "damaged" for r in aside):
         said.append(f"{damaged} damaged line(s), set aside when Kelvin next writes this project")
     return Check("journal", WARN, f"project {name!r}: {events:,} events readable; " + "; ".join(said),

@@ -31,7 +31,7 @@ from app.durable import open_append, write_all
 from app.core.vram import (OFF, RESUME, UNLOAD, GuardConfig, Sample, Transition, VramPolicy, mb_text,
                            renderer_label, renderer_names)
 from app.llm.backend import full_name
-from app.llm.errors import ModelServerUnavailable
+from app.llm.errors import ModelServerUnavailable, remote
 from app.llm.model_server import ModelServer
 from app.llm.servers import connect
 from app.config import Config
@@ -95,6 +95,9 @@ class GpuGuard:
         self._thread: threading.Thread | None = None
         self._next_ps = 0.0
         self._told_off = False
+        # Ollama on another machine (the studio's GPU box): its models are not on this GPU, so a
+        # local render never makes Kelvin unload them; the guard says so instead
+        self.remote = remote(settings.model_host)
 
     # ---- what Kelvin has on the GPU ----------------------------------------------------------------
     def _key(self, name: str) -> str:
@@ -123,6 +126,9 @@ class GpuGuard:
         return [(m.name, m.size_vram) for m in self.backend.ps() if self._key(m.name) in mine]
 
     def _refresh_held(self, now: float) -> None:
+        if self.remote:
+            self.policy.set_kelvin_vram(0)  # nothing of Kelvin's on this GPU
+            return
         if now < self._next_ps:
             return
         self._next_ps = now + PS_EVERY_S
@@ -257,6 +263,12 @@ class GpuGuard:
     def _yield(self, tr: Transition) -> tuple[bool, str]:
         """Leave the GPU: first stop anything new from loading a model there, then unload."""
         who = renderer_label(self.policy.pressure.renderer) if self.policy.pressure.renderer else ""
+        if self.remote:  # the model is on the studio's server: this GPU is the render's already
+            host = self.settings.model_host
+            self.notify("Render detected" + (f" in {who}" if who else ""),
+                        f"Kelvin's model runs on the studio's model server ({host}), not on this GPU: nothing to "
+                        "unload, and Kelvin keeps answering.")
+            return True, f"the model is on the studio's model server ({host}): nothing of Kelvin's on this GPU"
         c = self.conversation
         label = self.backend.label
         yield_mode = Mode.parse(self.settings.yield_mode)
@@ -299,6 +311,8 @@ class GpuGuard:
         return not stuck, done + (f"; still loaded: {', '.join(stuck)}" if stuck else "")
 
     def _come_back(self, tr: Transition) -> tuple[bool, str]:
+        if self.remote:
+            return True, "the model stayed on the studio's model server"
         c = self.conversation
         back = ""
         if c is not None and self._mode_before is not None:

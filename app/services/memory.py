@@ -12,6 +12,7 @@ something was written.
 """
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -20,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from app import resources
 from app.core import projects
@@ -39,10 +40,12 @@ from app.core.records import (
     new_id,
     now_ms,
 )
-from app.core.extraction import Extractor
 from app.core.parameters import Catalogue, specs_from_dict
+from app.core.status_model import StatusModel
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
+from app.durable import read_regular
 from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
+from app.memory import completeness
 from app.memory.index import Filters, message_from_rows
 from app.memory.journal import JournalError, StoreLocked
 from app.memory.markdown import before
@@ -62,7 +65,11 @@ from app.services.commit_queue import CommitQueue
 from app.services.importer import ImportItem
 from app.config import Config, config_dir
 
+if TYPE_CHECKING:
+    from app.core.extraction import Extractor
+
 log = logging.getLogger("kelvin.memory")
+STATUS_MODEL = "status_model.json"  # the status model bench/train_status.py writes (issue 30)
 
 # candidates each leg hands to fusion, at least (and CANDIDATES_PER_K per result asked for): more
 # full-text candidates cost little and find more (docs/benchmarks.md §12); the vector leg's ANN
@@ -100,8 +107,8 @@ def load_taxonomy() -> dict:
     extra = config_dir() / "taxonomy.toml"
     if extra.is_file():
         try:
-            data = merge(data, tomllib.loads(extra.read_text(encoding="utf-8")))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+            data = merge(data, tomllib.loads(read_regular(extra, 16 * 2**20).decode("utf-8")))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError, RecursionError) as exc:
             log.warning("%s is not valid TOML and was ignored: %s", extra, exc)
     return data
 
@@ -110,10 +117,23 @@ def load_tagger(data: dict | None = None) -> RuleTagger:
     return RuleTagger(Taxonomy.from_dict(data if data is not None else load_taxonomy()))
 
 
-def load_extractor(data: dict | None = None) -> Extractor:
+def load_extractor(data: dict | None = None) -> "Extractor":
+    from app.core.extraction import Extractor  # (0.1 s of patterns: only where settings are read)
+
     data = data if data is not None else load_taxonomy()
     engines = {e: tuple(str(n).lower() for n in spec.get("names", ())) for e, spec in data.get("engines", {}).items()}
-    return Extractor(Catalogue(specs_from_dict(data), engines))
+    return Extractor(Catalogue(specs_from_dict(data), engines), load_status_model())
+
+
+def load_status_model() -> StatusModel | None:
+    """The shipped status model (``resources/status_model.json``, written by bench/train_status.py);
+    without it the rules read statuses alone."""
+    try:
+        return StatusModel.from_json(json.loads(resources.read_text(STATUS_MODEL)))
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        log.warning("the status model %s could not be read (%s): statuses are read by the rules alone",
+                    STATUS_MODEL, exc)
+        return None
 
 
 class MemoryService:
@@ -121,9 +141,11 @@ class MemoryService:
         self.settings = settings
         self.data_dir = settings.data_path()
         self.default_project = settings.project
-        taxonomy = load_taxonomy()
-        self.tagger = tagger or load_tagger(taxonomy)
-        self.extractor = load_extractor(taxonomy)
+        # the taxonomy, the tagger and the settings rules are built when first used (a command that only
+        # lists projects never needs them: ~0.1 s)
+        self._tagger: Tagger | None = tagger
+        self._extractor: Extractor | None = None
+        self._taxonomy_lock = threading.Lock()
         self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s,
                                                settings.openai_url, settings.openai_api_key)
         self.notices: list[str] = []  # expected problems to tell the artist once (embedder down, …)
@@ -134,10 +156,33 @@ class MemoryService:
         self._caught_up: set[str] = set()
         # the full-text and vector legs of a search run side by side (LanceDB releases the GIL)
         self._legs = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kelvin-search")
+        self._me: tuple[str, str] | None = None
+        self.on_written: list[Callable[[str], None]] = []  # told (on the writer thread) after each write to a project
         self.writer = CommitQueue(self._apply, idle=self._upkeep)
+
+    def _build_rules(self) -> None:
+        with self._taxonomy_lock:
+            if self._extractor is None:
+                taxonomy = load_taxonomy()
+                self._tagger = self._tagger or load_tagger(taxonomy)
+                self._extractor = load_extractor(taxonomy)
+
+    @property
+    def tagger(self) -> Tagger:
+        if self._tagger is None:
+            self._build_rules()
+        return self._tagger  # type: ignore[return-value]
+
+    @property
+    def extractor(self) -> Extractor:
+        if self._extractor is None:
+            self._build_rules()
+        return self._extractor  # type: ignore[return-value]
 
     # ---- projects ----------------------------------------------------------------------------------
     def store(self, project: str | None = None) -> ProjectStore:
+        """The project's store: any spelling of its name that maps to its folder ("dup TEST" for "Dup test")
+        gives the same store, named with the one spelling the project keeps (``store.name``)."""
         name = check_name(project or self.default_project, "project")
         key = projects.folder_name(name)
         with self._stores_lock:
@@ -146,8 +191,16 @@ class MemoryService:
                 store = ProjectStore(self.data_dir, name, self.tagger, self.embedder, self.settings.index_uri,
                                      extractor=self.extractor, lock_wait_s=self.settings.lock_wait_s)
                 store.on_embedder_problem = self._notice
+                store.identity = self.me
                 self._stores[key] = store
             return store
+
+    def me(self) -> tuple[str, str]:
+        """Who this Kelvin is to a team: the artist's name, and this data folder's own id (made at
+        the first shared write)."""
+        if self._me is None:
+            self._me = (self.settings.artist_name(), kelvin_id(self.data_dir))
+        return self._me
 
     def projects(self) -> list[str]:
         """Folder names of every project that has a journal."""
@@ -184,9 +237,17 @@ class MemoryService:
 
     # ---- writing -----------------------------------------------------------------------------------
     def _apply(self, project: str, items: list[tuple[str, dict]]) -> list:
-        """Write a commit group; while another Kelvin process's write goes on (an import of a big file),
-        wait for it ``lock_patience`` times ``lock_wait_s`` in all before giving up — the window waits
-        longer than a command, so a turn asked during a long import is never dropped."""
+        """Write a commit group, then tell those who asked (the team's background rounds: what was
+        written goes to the studio's server now)."""
+        written = self._write_patiently(project, items)
+        for tell in self.on_written:
+            tell(project)
+        return written
+
+    def _write_patiently(self, project: str, items: list[tuple[str, dict]]) -> list:
+        """While another Kelvin process's write goes on (an import of a big file), wait for it
+        ``lock_patience`` times ``lock_wait_s`` in all before giving up — the window waits longer than
+        a command, so a turn asked during a long import is never dropped."""
         for attempt in range(max(1, self.lock_patience)):
             try:
                 return self.store(project).write(items)
@@ -200,7 +261,9 @@ class MemoryService:
                turn_id: str = "", project: str | None = None, ts_ms: int | None = None,
                message_id: str | None = None, status: str = "") -> tuple[Message, Future]:
         """Commit one message. Returns at once; the Future completes when it is journaled and indexed."""
-        name = check_name(project or self.default_project, "project")
+        name = self.store(project).name  # the project's one spelling
+        if not speaker and role == "user" and self.store(name).team is not None:
+            speaker = self.me()[0]  # in a shared project the artist's words carry their name
         msg = Message(
             id=check_id(message_id) if message_id else new_id(), project=name,
             conversation_id=check_name(conversation_id, "conversation_id"), role=check_role(role),
@@ -216,19 +279,27 @@ class MemoryService:
         write keeps none of them (the index and Markdown follow in batches; if those fail, the
         messages are safe in the journal and :class:`MemoryBehind` says so)."""
         ordered = sorted(items, key=lambda it: (it.message.ts_ms, it.message.id))
-        by_project: dict[str, list[tuple[str, dict]]] = {}
+        # one project per folder, whatever spelling each line gives it, under the project's one spelling
+        by_project: dict[str, list[ImportItem]] = {}
         for it in ordered:
-            by_project.setdefault(it.project, []).append((OP_MESSAGE_ADD, it.message.to_event()))
-        for name in by_project:
-            self.open(name)
+            by_project.setdefault(self.store(it.project).folder.name, []).append(it)
+        for folder in by_project:
+            self.open(self.store(by_project[folder][0].project).name)
         added = done = 0
-        for name, events in by_project.items():
-            store = self.store(name)
+        for folder, its in by_project.items():
+            store = self.store(its[0].project)
+            events = [(OP_MESSAGE_ADD, {**it.message.to_event(), "project": store.name}) for it in its]
+            aliases = {it.message.id: it.aliases(store.name) for it in its if it.derived_from}
 
             def step(d: int, t: int, base: int = done, n: int = len(events)) -> None:
                 progress(base + (n * d) // max(t, 1), len(ordered))
 
-            entries = self.writer.call(lambda: store.write(events, step)).result()[0]
+            def write(store=store, events=events, aliases=aliases, step=step):
+                known = store.known_ids()  # (the writer's thread: a line stored before under an older id)
+                fresh = [(op, d) for op, d in events if not aliases.get(d["id"], set()) & known]
+                return store.write(fresh, step)
+
+            entries = self.writer.call(write).result()[0]
             added += len(entries)
             done += len(events)
             if not entries:  # all stored before: no step was reported
@@ -362,7 +433,7 @@ class MemoryService:
         step holds the project's write lock (upkeep writes the index too), and is skipped while
         another Kelvin process writes."""
         with self._stores_lock:
-            stores = [s for s in self._stores.values() if s.writable]
+            stores = [s for s in self._stores.values() if s.writable and s.index_opened]
         for store in stores:
             if _locked_step(store, store.fill_vectors):
                 return True
@@ -376,7 +447,7 @@ class MemoryService:
 
     def _compact_due(self) -> None:
         with self._stores_lock:
-            stores = [s for s in self._stores.values() if s.writable]
+            stores = [s for s in self._stores.values() if s.writable and s.index_opened]
         for store in stores:
             if store.index.exists and store.index.compaction_due(OPTIMIZE_AFTER_WRITES):
                 _locked_step(store, store.index.optimize)
@@ -409,16 +480,17 @@ class MemoryService:
             self.caught_up(s)
         return [s for s in stores if s.index.exists]
 
-    def caught_up(self, store: ProjectStore) -> ProjectStore:
+    def caught_up(self, store: ProjectStore, thorough: bool = False) -> ProjectStore:
         """A project as it is now, whoever wrote it: what other Kelvin processes wrote since the
         last read (cheap when nothing changed). Before this process's first read of it, events
-        journaled but never projected (a writer killed in between) are projected — unless another
-        process is writing the project, which then does it itself."""
+        journaled but never projected (a writer killed in between) are projected, and what a gap in
+        the journal lost is rescued — unless another process is writing the project, which then does
+        it itself. ``thorough``: look for lines cut out of the journal too (stats, doctor), every time."""
         store.refresh()
-        if store.name in self._caught_up:
+        if store.name in self._caught_up and not thorough:
             return store
         self._caught_up.add(store.name)
-        if store.behind():
+        if store.behind(thorough):
             try:
                 self.writer.call(lambda: store.catch_up(wait_s=0)).result()
             except StoreLocked:
@@ -562,7 +634,7 @@ class MemoryService:
     def stats(self, project: str | None = None) -> dict:
         store = self.store(project)
         if store.exists():
-            self.caught_up(store)
+            self.caught_up(store, thorough=True)
         out: dict = {"project": store.name, "folder": str(store.folder), "messages": 0, "chunks": 0,
                      "memories": 0, "conversations": 0, "by_domain": {}, "by_type": {}, "by_engine": {},
                      "first": None, "last": None}
@@ -598,7 +670,34 @@ class MemoryService:
         """What the project's journal moved aside (torn tails, damaged lines) and is still there, in
         words, until the artist removes the files."""
         store = self.store(project)
-        return [rec.describe() for rec in store.journal.set_aside()] if store.exists() else []
+        if not store.exists():
+            return []
+        said = [rec.describe() for rec in store.journal.set_aside()]
+        # gaps not yet recorded (another Kelvin holds the project): said as found
+        said += [f"{gap.describe()}; they are taken back from the index or the Markdown when Kelvin next writes "
+                 "this project" for gap in completeness.unexplained(store.journal)]
+        return said
+
+
+def kelvin_id(data_dir: Path) -> str:
+    """This data folder's Kelvin, as a team's events name it (a UUID made once, kept in the folder)."""
+    path = data_dir / "kelvin-id"
+    try:
+        return path.read_text(encoding="ascii").strip()[:64]
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    except OSError:
+        return ""
+    import uuid
+
+    from app.durable import write_atomically
+
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, str(uuid.uuid4()) + "\n")
+        return path.read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
 
 
 class MemoryBehind(JournalError):

@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 
 from app.core import projects as names
+from app.durable import NotRegularFile, UnsafePath, read_regular
 from app.core.records import RecordError, check_name, new_id, now_ms
 from app.memory.journal import StoreLocked
 from app.services.memory import MemoryService
@@ -51,11 +52,13 @@ class Projects:
 
     def _read(self, folder: Path) -> dict:
         try:
-            data = json.loads((folder / META).read_text(encoding="utf-8"))
+            data = json.loads(read_regular(folder / META, 1 << 20))
             return data if isinstance(data, dict) else {}
         except FileNotFoundError:
             return {}
-        except (ValueError, OSError) as exc:
+        except (UnsafePath, NotRegularFile):
+            raise  # a link or a FIFO in its place: said as such, never written over
+        except (ValueError, OSError, RecursionError) as exc:
             log.warning("%s is unreadable (%s); starting its metadata afresh", folder / META, exc)
             return {}
 
@@ -92,18 +95,38 @@ class Projects:
         data = self._read(folder)
         return self._info(folder, data).name if data else name
 
+    def exists(self, name: str) -> bool:
+        """Whether a project of that name (in any spelling that maps to its folder) exists."""
+        return self.memory.store(names.check_project(name)).exists()
+
+    def nearest(self, name: str) -> str | None:
+        """The existing project whose name is nearest to a misspelt one (None: none is near)."""
+        import difflib
+
+        known = [p.name for p in self.list()]
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.5) or \
+            difflib.get_close_matches(name.casefold(), [k.casefold() for k in known], n=1, cutoff=0.5)
+        return next((k for k in known if k.casefold() == near[0].casefold()), None) if near else None
+
+    def require(self, name: str, how_to_create: str) -> None:
+        """Refuse a project that does not exist, naming the nearest one and how to make it (a misspelt
+        name is never a new, empty project)."""
+        if self.exists(name):
+            return
+        near = self.nearest(name)
+        hint = f"; did you mean {near!r}?" if near else ""
+        raise RecordError(f"there is no project {name!r}{hint} ({how_to_create} makes it)")
+
     def ensure(self, name: str) -> ProjectInfo:
         """The project, created (journal and index) if it does not exist yet."""
-        name = check_name(name, "project")
-        if len(name) > names.MAX_PROJECT_CHARS * 2:
-            raise RecordError("project name is too long (keep it under 128 characters)")
+        name = names.check_project(name)
         store = self.memory.store(name)
         with self._lock:
             data = self._read(store.folder)
             if not store.exists():
                 self.memory.open(name)
             if not data:
-                data = {"name": name, "created_ms": now_ms()}
+                data = {"name": store.name, "created_ms": now_ms()}
                 self._write(store.folder, data)
             return self._info(store.folder, data)
 
@@ -115,7 +138,7 @@ class Projects:
     def rename(self, old: str, new: str) -> ProjectInfo:
         """Give a project a new name (and folder). Its memory moves with it and is re-indexed under
         the new name; the journal keeps every event as it was."""
-        old, new = check_name(old, "project"), check_name(new, "project")
+        old, new = check_name(old, "project"), names.check_project(new)
         src = self.memory.store(old)
         if not src.exists():
             raise RecordError(f"there is no project named {old!r}")

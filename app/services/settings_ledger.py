@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 
 from app.core.context import when
 from app.core.ledger import Current, Entry
-from app.core.parameters import ANY, ParamSpec, format_value, parse_value, tokens
+from app.core.parameters import ANY, ParamSpec, check_value, format_value, parse_value, tokens
 from app.core.records import RecordError, check_name, now_ms
+from app.core.scopes import scope_key
 from app.core.scene import Difference, Scene, SceneValue, difference_line, differences
 from app.memory.settings_book import (OP_SETTING_RETRACT, OP_SETTING_SCENE, OP_SETTING_SET, OP_SETTING_UNSET,
                                       SettingsBook)
@@ -31,16 +33,83 @@ def engine_label(engine: str) -> str:
             "cycles": "Cycles", "karma": "Karma", "corona": "Corona"}.get(engine, engine.capitalize())
 
 
-def describe(c: Current, with_source: bool = False) -> str:
-    """"Octane GI clamp = 10 (set 2026-11-22 14:02; before: 25, set 09:10)"."""
-    e, p = c.entry, c.previous
+def setting_label(e: Entry) -> str:
+    """"Octane GI clamp", "Light temperature (key)"."""
     label = " ".join(x for x in (engine_label(e.engine), e.name or e.parameter) if x)
-    bits = [f"set {when(e.ts_ms)}" + (" by hand" if e.by == "artist" else f" from {e.note}" if e.by == "scene" else "")]
-    if with_source and e.source_id and e.by != "artist":
-        bits[0] += f" in {e.source_id}"
+    return f"{label} ({e.scope})" if e.scope else label
+
+
+def describe(c: Current, with_source: bool = False) -> str:
+    """One setting as every place that shows a current value says it: the decision, the value in
+    doubt when the last reading was unsure, and the file's value beside it when they differ.
+
+    "Octane GI clamp = 10 (set 2026-11-22 14:02; before: 25, set 09:10)";
+    "Redshift Brute-force rays = 256 or 128 — to confirm (decided 256, set …; 128 said …, unclear)";
+    "Cycles Max samples = 512 (set …; in the file forest.blend · scene 'Scene': 777)";
+    "Cycles Clamp indirect: not decided (in the file forest.blend · scene 'Scene': 10)"."""
+    label = setting_label(c.entry)
+    d, p = c.decision, c.previous
+    held = ""
+    if c.held is not None and (d is None or c.differs):
+        held = f"in the file {c.held.note or 'imported'}: {format_value(c.held.value, c.held.unit)}"
+    if c.unsure:
+        q = c.pending
+        choices = " or ".join(format_value(a.value, a.unit) for a in c.alternatives) or "?"
+        said = ("turned down" if q.status == "rejected" else "said") + f" {when(q.ts_ms)}"
+        bits = ([f"decided {format_value(d.value, d.unit)}, set {when(d.ts_ms)}"] if d is not None else []) + \
+            [f"{format_value(q.value, q.unit) if q.value is not None else 'it'} {said}, unclear"] + ([held] if held else [])
+        return f"{label} = {choices} — to confirm ({'; '.join(bits)})"
+    if d is None:
+        return f"{label}: not decided ({held})"
+    said = f"{d.author}, {when(d.ts_ms)}" if d.author else f"set {when(d.ts_ms)}"  # who, in a shared project
+    bits = [said + (" by hand" if d.by == "artist" else "")]
+    if with_source and d.source_id and d.by != "artist":
+        bits[0] += f" in {d.source_id}"
     if p is not None:
         bits.append(f"before: {format_value(p.value, p.unit)}, set {when(p.ts_ms)}")
-    return f"{label} = {format_value(e.value, e.unit)} ({'; '.join(bits)})"
+    if held:
+        bits.append(held)
+    line = f"{label} = {format_value(d.value, d.unit)} ({'; '.join(bits)})"
+    return line + (f" — {conflict_words(c)}" if c.conflict else "")
+
+
+def value_text(c: Current) -> str:
+    """The setting's value in a few words: "12", "256 or 128 — to confirm", "512 (the file: 777)",
+    "not decided (the file: 10)"."""
+    d = c.decision
+    held = f" (the file: {format_value(c.held.value, c.held.unit)})" if c.held is not None and (d is None or c.differs) \
+        else ""
+    if c.unsure:
+        return " or ".join(format_value(a.value, a.unit) for a in c.alternatives) + " — to confirm" + held
+    return (format_value(d.value, d.unit) if d is not None else "not decided") + held
+
+
+def question(c: Current) -> str:
+    """What the chip and the Settings tab ask about a value to confirm ("256 or 128 for brute-force rays?")."""
+    return c.question
+
+
+def merged(currents: list[Current]) -> list[Current]:
+    """A camera's or light's value read from a file, where nothing was decided for it by name but a
+    render-wide value was, goes beside the render-wide decision (one row, two facts)."""
+    wide = {(c.entry.engine, c.entry.parameter): n for n, c in enumerate(currents) if not c.entry.scope}
+    out = list(currents)
+    gone: set[int] = set()
+    for n, c in enumerate(currents):
+        if c.entry.scope and c.decision is None and c.pending is None and c.held is not None:
+            k = wide.get((c.entry.engine, c.entry.parameter))
+            if k is not None and out[k].held is None and out[k].decision is not None:
+                out[k] = replace(out[k], held=c.held)
+                gone.add(n)
+    return [c for n, c in enumerate(out) if n not in gone]
+
+
+def conflict_words(c: Current) -> str:
+    """"conflict: Leo set 25 at 10:43 without having seen it — choose one"."""
+    others = "; ".join(f"{x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} at {when(x.ts_ms)}"
+                       for x in c.conflict)
+    return (f"CONFLICT: {others} without having seen it — choose one (kelvin settings set "
+            f"\"{c.entry.name or c.entry.parameter}\" VALUE)")
 
 
 class SettingsLedger:
@@ -58,8 +127,13 @@ class SettingsLedger:
         return store.settings
 
     def current(self, project: str | None = None, engine: str | None = None, candidates: bool = False) -> list[Current]:
+        """Every setting of the project: decided, to confirm, or only in the last scene's file."""
         self.memory.flush()
-        return self.book(project).currents(self._engine(engine) if engine else None, candidates)
+        return merged(self.book(project).currents(self._engine(engine) if engine else None, candidates))
+
+    def to_confirm(self, project: str | None = None) -> list[Current]:
+        """The settings whose last reading Kelvin was unsure of: what the artist is asked."""
+        return [c for c in self.current(project) if c.unsure]
 
     def resolve(self, name: str, engine: str | None = None, project: str | None = None) -> list[tuple[str, str]]:
         """The (engine, parameter) keys a name means: taxonomy synonyms first, then candidates stored
@@ -68,7 +142,8 @@ class SettingsLedger:
         keys = [s.ident for s in self.catalogue.lookup(name, eng)]
         if not keys:
             slug = "_".join(t for t, _ in tokens(name))
-            keys = [k for k in self.book(project).keys() if k[1] == slug and (eng is None or k[0] == eng)]
+            keys = list(dict.fromkeys(k[:2] for k in self.book(project).keys()
+                                      if k[1] == slug and (eng is None or k[0] == eng)))
         return keys
 
     def history(self, name: str, engine: str | None = None, project: str | None = None) -> list[tuple[tuple[str, str], list[Entry]]]:
@@ -78,31 +153,63 @@ class SettingsLedger:
             raise RecordError(f"no setting called {name!r}" + (f" for {engine}" if engine else "")
                               + " (kelvin settings list shows what the ledger knows)")
         book = self.book(project)
-        return [(k, book.history(*k)) for k in keys if book.history(*k)] or [(keys[0], [])]
+        scoped = [k3 for k in keys for k3 in [(*k, "")] + sorted(x for x in book.keys() if x[:2] == k and x[2])]
+        return [(k, book.history(*k)) for k in scoped if book.history(*k)] or [((*keys[0], ""), [])]
 
     # ---- the artist's corrections --------------------------------------------------------------------
-    def set(self, name: str, value: str, engine: str | None = None, project: str | None = None, note: str = "") -> Entry:
+    def set(self, name: str, value: str, engine: str | None = None, project: str | None = None, note: str = "",
+            scope: str = "") -> Entry:
+        """Set by hand: journaled, and the decision from now on — the newest fact whatever the dates of
+        the messages already in the ledger."""
         spec = self._one(name, engine, project)
-        try:
-            parsed, unit = parse_value(spec, value)
+        try:  # its kind and range, before anything is journaled
+            parsed, unit = check_value(spec, *parse_value(spec, value))
         except ValueError as exc:
             raise RecordError(str(exc)) from None
-        event = {"engine": spec.engine, "parameter": spec.key, "value": list(parsed) if isinstance(parsed, tuple) else parsed,
-                 "unit": unit, "ts_ms": now_ms(), "name": spec.name, "domain": spec.domain, "note": note[:200]}
-        store = self.memory.store(project)
-        self.memory.writer.submit(store.name, [(OP_SETTING_SET, event)]).result()
-        return self.current_of(spec.ident, project).entry
+        return self._decide(spec.engine, spec.key, parsed, unit, spec.name, spec.domain, scope_key(scope), note, project)
 
     def confirm(self, entry: Entry, project: str | None = None, note: str = "confirmed in the chat") -> Entry:
         """The artist confirms a value Kelvin found in the conversation: it is applied, by the artist."""
-        value = list(entry.value) if isinstance(entry.value, tuple) else entry.value
-        event = {"engine": entry.engine, "parameter": entry.parameter, "value": value, "unit": entry.unit,
-                 "ts_ms": now_ms(), "name": entry.name, "domain": entry.domain, "note": note[:200]}
+        spec = self.catalogue.specs.get(entry.key[:2])
+        try:  # checked again before it is journaled: the entry may come from an older Kelvin's ledger
+            checked, _unit = check_value(spec, entry.value, entry.unit) if spec is not None else (entry.value, "")
+        except ValueError as exc:
+            raise RecordError(f"{entry.name or entry.parameter}: {exc}") from None
+        return self._decide(entry.engine, entry.parameter, checked, entry.unit, entry.name, entry.domain,
+                            entry.scope, note, project)
+
+    def adopt(self, name: str, engine: str | None = None, project: str | None = None, scope: str | None = None) -> Entry:
+        """The file's value becomes the decision (one action, journaled like any correction)."""
+        keys = self.resolve(name, engine, project)
+        held = [c for c in self.current(project, candidates=True) if c.entry.key[:2] in keys and c.held is not None
+                and (scope is None or c.held.scope == scope_key(scope) or c.entry.scope == scope_key(scope))]
+        if len(held) > 1 and engine is None:
+            held = [c for c in held if c.entry.engine == self._project_engine(project)] or held
+        if not held:
+            raise RecordError(f"no scene file holds a value for {name!r}" + (f" ({scope})" if scope else "")
+                              + ": kelvin scene import FILE reads one")
+        if len(held) > 1:
+            raise RecordError(f"{name!r} is held for several lights or cameras ("
+                              + ", ".join(c.held.scope or "render-wide" for c in held) + "); add --scope")
+        c = held[0]
+        h = c.held
+        return self._decide(c.entry.engine, c.entry.parameter, h.value, h.unit, h.name or c.entry.name, h.domain,
+                            c.entry.scope, f"adopted from the file: {h.note}"[:200], project)
+
+    def _decide(self, engine: str, parameter: str, value, unit: str, name: str, domain: str, scope: str, note: str,
+                project: str | None) -> Entry:
+        event = {"engine": engine, "parameter": parameter, "value": list(value) if isinstance(value, tuple) else value,
+                 "unit": unit, "ts_ms": now_ms(), "name": name, "domain": domain, "note": note[:200],
+                 **({"scope": scope} if scope else {})}
         store = self.memory.store(project)
         self.memory.writer.submit(store.name, [(OP_SETTING_SET, event)]).result()
-        return self.current_of(entry.key, project).entry
+        cur = self.current_of((engine, parameter, scope), project)
+        assert cur is not None and cur.decision is not None  # set by hand is the newest fact (ledger.in_order)
+        return cur.decision
 
-    def unset(self, name: str, engine: str | None = None, project: str | None = None) -> None:
+    def unset(self, name: str, engine: str | None = None, project: str | None = None, scope: str = "") -> Current | None:
+        """No decided value any more (the history stays). Returns what stands now: nothing, or only
+        what a scene file holds."""
         keys = self.resolve(name, engine, project)
         if len(keys) > 1 and engine is None:
             keys = [k for k in keys if k[0] == self._project_engine(project)] or keys
@@ -110,23 +217,27 @@ class SettingsLedger:
             raise RecordError(self._ambiguity(name, keys))
         store = self.memory.store(project)
         self.memory.writer.submit(store.name, [(OP_SETTING_UNSET, {"engine": keys[0][0], "parameter": keys[0][1],
-                                                                   "ts_ms": now_ms()})]).result()
+                                                                   "ts_ms": now_ms(),
+                                                                   **({"scope": scope_key(scope)} if scope else {})})]).result()
+        return self.current_of((*keys[0], scope_key(scope)), project)
 
     def retract(self, entry_id: str, project: str | None = None) -> None:
         """Take one wrongly extracted entry out of the history (journaled)."""
         store = self.memory.store(project)
         self.memory.writer.submit(store.name, [(OP_SETTING_RETRACT, {"entry_id": check_name(entry_id, "entry id")})]).result()
 
-    def current_of(self, key: tuple[str, str], project: str | None = None) -> Current | None:
+    def current_of(self, key: tuple[str, ...], project: str | None = None) -> Current | None:
+        """One setting by (engine, parameter[, scope]) — render-wide when the scope is left out."""
         self.memory.flush()
-        book = self.book(project)
-        return next((c for c in book.currents(candidates=True) if c.entry.key == key), None)
+        engine, parameter, scope = (*key, "")[:3]
+        return self.book(project).current(engine, parameter, scope)
 
     # ---- scenes ------------------------------------------------------------------------------------
     def import_scene(self, scene: Scene, project: str | None = None) -> dict:
-        """Every value of the scene into the ledger as applied, from the scene (the file and scene
-        in the note, dated now), in one journal append: all of it or none. Values the catalogue
-        does not know are kept as candidates."""
+        """Every value of the scene into the ledger as what the file holds (the file and scene in the
+        note, dated now) — beside the decisions, never as them — in one journal append: all of it or
+        none. Lights and cameras keep their names as scopes. Values the catalogue does not know are
+        kept as candidates."""
         ts = now_ms()
         note = scene.source[:200]
 
@@ -136,11 +247,11 @@ class SettingsLedger:
             value = list(v.value) if isinstance(v.value, tuple) else v.value
             # the file and scene, and a driver that computes the value ("driven by the expression var * 2")
             said = f"{note} · {v.how}"[:200] if v.how else note
-            scope = {k: getattr(v, k) for k in ("light", "camera", "driven") if getattr(v, k)}  # for the ledger's scopes
+            marks = {k: getattr(v, k) for k in ("light", "camera", "driven") if getattr(v, k)}  # as sent
             return (OP_SETTING_SCENE, {"engine": engine, "parameter": parameter, "value": value, "unit": v.unit,
                                        "ts_ms": ts, "name": spec.name if spec is not None else v.name,
                                        "domain": spec.domain if spec is not None else "general", "note": said,
-                                       "candidate": candidate, **scope})
+                                       "candidate": candidate, **marks, **({"scope": v.scope} if v.scope else {})})
 
         events = [event(v, False) for v in scene.values] + [event(v, True) for v in scene.candidates
                                                             if _slug(v.name)]
@@ -155,14 +266,17 @@ class SettingsLedger:
         imports do not count), each with the words it was decided in."""
         self.memory.flush()
         book = self.book(project)
-        found = differences(scene, {v.key: book.history(*v.key) for v in scene.values})
+        params = {v.key[:2] for v in scene.values}
+        keys = {k for v in scene.values for k in (v.key, (v.key[0], v.key[1], ""))} | \
+            {k for k in book.keys() if k[:2] in params}
+        found = differences(scene, {k: book.history(*k) for k in keys})
         return [(d, self._quote(d.source_id, project)) for d in found]
 
     def scene_in_ledger(self, project: str | None = None) -> Scene | None:
         """The last scene imported into the project, as the ledger holds it (None: never)."""
         self.memory.flush()
         book = self.book(project)
-        latest: dict[tuple[str, str], Entry] = {}
+        latest: dict[tuple[str, str, str], Entry] = {}
         for key in book.keys():
             for e in book.history(*key):
                 if e.by == "scene" and not e.candidate and (key not in latest or e.order > latest[key].order):
@@ -170,8 +284,9 @@ class SettingsLedger:
         if not latest:
             return None
         last_ts = max(e.ts_ms for e in latest.values())
-        values = tuple(SceneValue(self.catalogue.specs.get(e.key), e.name, e.value, e.unit, driven=_driven(e.note))
-                       for e in latest.values() if e.ts_ms == last_ts and e.key in self.catalogue.specs)
+        values = tuple(SceneValue(self.catalogue.specs.get(e.key[:2]), e.name, e.value, e.unit, driven=_driven(e.note),
+                                  scope=e.scope)
+                       for e in latest.values() if e.ts_ms == last_ts and e.key[:2] in self.catalogue.specs)
         note = next((e.note for e in latest.values() if e.ts_ms == last_ts), "")
         return Scene(app="", file=note.partition(DRIVEN[0])[0].partition(DRIVEN[1])[0], scene="", engine="",
                      values=values, candidates=())
@@ -204,7 +319,7 @@ class SettingsLedger:
         """Current values a question is about: the parameters it names, else (for a question about
         noise, light, the camera …) the current values of that domain. One line each."""
         book = self.book(project)
-        currents = book.currents()
+        currents = merged(book.currents())
         if not currents:
             return ()
         if _SCENE_QUESTION.search(question[:4000]):  # "does my scene match what we decided?"
@@ -217,7 +332,7 @@ class SettingsLedger:
                 engines.add(what)
             else:
                 named += [s.ident for s in what]
-        chosen = [c for c in currents if c.entry.key in named and (not engines or c.entry.engine in engines | {ANY})]
+        chosen = [c for c in currents if c.entry.key[:2] in named and (not engines or c.entry.engine in engines | {ANY})]
         if not chosen:
             slug = " ".join(toks)
             chosen = [c for c in book.currents(candidates=True)

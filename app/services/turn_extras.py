@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.core.chips import Chip, one_per_value, prose
-from app.core.ledger import Entry
+from app.core.ledger import Current, Entry
 from app.core.records import Message, now_ms
 from app.memory.turn_notes import OP_CHIP_ANSWER, OP_TURN_CHIPS, TurnNote
 
@@ -36,10 +36,11 @@ def sources_of(result) -> list[dict]:
     return out
 
 
-def currents_of(ledger, project: str) -> dict[tuple[str, str], Entry]:
-    """The entry in force for each setting of the project (what a chip is stated against; the
-    window applies it to the chips on screen with :meth:`Chip.restate`, on its own thread)."""
-    return {c.entry.key: c.entry for c in ledger.book(project).currents(candidates=True)}
+def currents_of(ledger, project: str) -> dict[tuple[str, str, str], Current]:
+    """Each setting of the project as the ledger holds it — the decided value and any reading to
+    confirm (what a chip is stated against; the window applies it to the chips on screen with
+    :meth:`Chip.restate`, on its own thread)."""
+    return {c.entry.key: c for c in ledger.book(project).currents(candidates=True)}
 
 
 def turn_engines(question: Message | None, before: Message | None, tagger) -> tuple[str, ...]:

@@ -33,8 +33,12 @@ class Services:
     conversation: object
     guard: object | None
     gpu_problem: str = ""
+    team: object | None = None  # the shared projects' background rounds (None: no studio server set)
 
     def close(self) -> None:
+        if self.team is not None:
+            self.team.stop()
+            self.team.team.close()
         if self.guard is not None:
             self.guard.stop()
         self.conversation.close()
@@ -67,7 +71,13 @@ def build_services(settings, gpu: bool = True) -> Services:
         else:
             sampler.close()
             problem = first.error
-    return Services(memory, conversation, guard, problem)
+    team = None
+    if settings.team_server.strip():
+        from app.services.team import Team
+        from app.services.team_sync import TeamSync
+
+        team = TeamSync(Team(memory))
+    return Services(memory, conversation, guard, problem, team)
 
 
 def start_services(settings) -> Services:

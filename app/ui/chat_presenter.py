@@ -291,7 +291,7 @@ class ChatPresenter(QObject):
                 ledger.confirm(e, project)
                 answer = "used"
             elif action == "correct":
-                ledger.set(e.parameter, value, e.engine or "any", project, note="corrected in the chat")
+                ledger.set(e.parameter, value, e.engine or "any", project, note="corrected in the chat", scope=e.scope)
                 if e.status == "applied":
                     ledger.retract(e.id, project)  # it was read wrong
                 answer = f"corrected to {value}"

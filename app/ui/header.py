@@ -1,5 +1,5 @@
-"""The window's header: the project switcher and the mode on the left; Ollama's and the VRAM guard's
-state, Setup… and an always-on-top switch on the right.
+"""The window's header: the project switcher and the mode on the left; a shared project's team state
+(app.ui.team_state), Ollama's and the VRAM guard's state, Setup… and an always-on-top switch on the right.
 
 Where one row would not fit (or below NARROW_PX, a sidebar beside the 3D app) it turns compact: the
 states shrink to a coloured dot and a word ("● Ollama", "● GPU"; all of it in the tooltip), Setup…
@@ -34,6 +34,8 @@ class Header(QWidget):
         self.mode_box = QComboBox(objectName="mode")
         self.ollama_label = QLabel("Ollama: …", objectName="ollama", textFormat=Qt.TextFormat.RichText)
         self.gpu_label = QLabel("", objectName="gpu", textFormat=Qt.TextFormat.RichText)
+        self.team_label = QLabel("", objectName="team", textFormat=Qt.TextFormat.RichText)  # a shared project's
+        self.team_label.hide()
         self.on_top = QToolButton(objectName="ontop", text="On top", checkable=True)
         self.on_top.setToolTip("Keep Kelvin above other windows")
         self.on_top.toggled.connect(self.on_top_toggled)
@@ -56,7 +58,7 @@ class Header(QWidget):
         self.header_right.setMinimumWidth(1)  # its width asks for a wide window, never forces one
         right = QHBoxLayout(self.header_right)
         right.setContentsMargins(0, 0, 0, 0)
-        for w in (self.gpu_label, self.ollama_label, self.setup_button, self.on_top, self.more):
+        for w in (self.team_label, self.gpu_label, self.ollama_label, self.setup_button, self.on_top, self.more):
             right.addWidget(w)
         self._top = QHBoxLayout()
         for w in (self.project_box, self.mode_box):
@@ -78,18 +80,19 @@ class Header(QWidget):
 
     def fit(self, width: int) -> None:
         left = sum(w.sizeHint().width() for w in (self.project_box, self.mode_box)) + 3 * 12 + 16
+        states = [w for w in (self.team_label, self.gpu_label, self.ollama_label) if not w.isHidden()]
         full = left + sum(QFontMetrics(w.font()).horizontalAdvance(w.property("full") or w.text()) + 28
-                          for w in (self.gpu_label, self.ollama_label)) + 140
+                          for w in states) + 140
         compact = width < max(NARROW_PX, full)
         if compact != self._narrow:
             self._narrow = compact
-            for label in (self.gpu_label, self.ollama_label):
+            for label in (self.team_label, self.gpu_label, self.ollama_label):
                 self._show_state(label)
             self.setup_button.setVisible(not compact)
             self.on_top.setVisible(not compact)
             self.more.setVisible(compact)
         small = sum(QFontMetrics(w.font()).horizontalAdvance("● " + _first_word(w.property("full") or "")) + 16
-                    for w in (self.gpu_label, self.ollama_label)) + self.more.sizeHint().width() + 12
+                    for w in states) + self.more.sizeHint().width() + 12
         two_rows = compact and width < left + small
         if two_rows == (self._second.indexOf(self.header_right) >= 0):
             return

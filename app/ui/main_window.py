@@ -33,6 +33,7 @@ from app.ui.project_watch import ProjectWatch
 from app.ui.projects_presenter import ProjectsPresenter, remember_project
 from app.ui.shortcuts import WINDOW_KEYS, ShortcutSheet
 from app.ui.status_presenter import StatusPresenter
+from app.ui.team_state import TeamPresenter
 from app.ui.tray import Tray
 from app.ui.worker import Pools
 from app.ui.workspace import Workspace
@@ -77,6 +78,7 @@ class MainWindow(QMainWindow):
         self.briefing = BriefPresenter(self.brief, ws, self)
         self.projects = ProjectsPresenter(self.header.project_box, ws, self)
         self.watch = ProjectWatch(self.pools, self)  # another Kelvin process wrote the project
+        self.team = TeamPresenter(self.header, ws, self)  # a shared project's state; hidden for a personal one
         self._wire()
 
         body = QWidget()

@@ -34,6 +34,7 @@ class MemoryBrowser(QObject):
         view.settings.history_wanted.connect(self._history)
         view.settings.set_requested.connect(self._set_setting)
         view.settings.unset_requested.connect(self._unset_setting)
+        view.settings.adopt_requested.connect(self._adopt_setting)
 
     def attach(self, services, project: str) -> None:
         self.services = services
@@ -162,15 +163,23 @@ class MemoryBrowser(QObject):
     def _set_setting(self, key, text: str) -> None:
         ledger, project = self.services.conversation.ledger, self.project
         self.pools.run(self.pools.memory, lambda report: ledger.set(key[1], text, key[0] or "any", project,
-                                                                    note="corrected in the memory browser"),
+                                                                    note="corrected in the memory browser",
+                                                                    scope=key[2]),
                        returned=lambda _: self.changed("Setting corrected"),
                        errored=lambda exc: self.view.settings.count.setText(f"Not changed: {exc}"))
 
     def _unset_setting(self, key) -> None:
         ledger, project = self.services.conversation.ledger, self.project
-        self.pools.run(self.pools.memory, lambda report: ledger.unset(key[1], key[0] or "any", project),
+        self.pools.run(self.pools.memory, lambda report: ledger.unset(key[1], key[0] or "any", project, scope=key[2]),
                        returned=lambda _: self.changed("Setting unset"),
                        errored=lambda exc: self.view.settings.count.setText(f"Not unset: {exc}"))
+
+    def _adopt_setting(self, key) -> None:
+        """The file's value becomes the decision (journaled like any correction)."""
+        ledger, project = self.services.conversation.ledger, self.project
+        self.pools.run(self.pools.memory, lambda report: ledger.adopt(key[1], key[0] or "any", project, scope=key[2]),
+                       returned=lambda _: self.changed("The file's value is now the decided one"),
+                       errored=lambda exc: self.view.settings.count.setText(f"Not adopted: {exc}"))
 
     def changed(self, said: str) -> None:
         self.said.emit(said)

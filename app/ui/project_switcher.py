@@ -11,19 +11,21 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QInputDialog, QLineEdit
 
-NEW, RENAME = "\x00new", "\x00rename"  # item data of the two actions (no project is named so)
+NEW, RENAME, SHARE = "\x00new", "\x00rename", "\x00share"  # item data of the actions (no project is named so)
 
 
 class ProjectSwitcher(QComboBox):
     switch_requested = Signal(str)
     create_requested = Signal(str)
     rename_requested = Signal(str)
+    share_requested = Signal(str)  # put the project on the studio's server (offered where one is set)
 
     def __init__(self, parent=None):
         super().__init__(parent, objectName="project")
         self.setMinimumWidth(160)
         self.setToolTip("The project Kelvin remembers for: switch, start a new one, or rename this one")
         self.current = ""
+        self.can_share = False  # a studio server is set and the current project is personal
         self.activated.connect(self._picked)
 
     def show_projects(self, names: list[str], current: str) -> None:
@@ -35,6 +37,8 @@ class ProjectSwitcher(QComboBox):
         self.insertSeparator(self.count())
         self.addItem("New project …", NEW)
         self.addItem(f"Rename “{current}” …", RENAME)
+        if self.can_share:
+            self.addItem(f"Share “{current}” with the team …", SHARE)
         self.setCurrentIndex(self.findData(current))
         self.blockSignals(False)
 
@@ -49,6 +53,8 @@ class ProjectSwitcher(QComboBox):
             name = self._ask("Rename the project", f"New name for “{self.current}”:", self.current)
             if name and name != self.current:
                 self.rename_requested.emit(name)
+        elif what == SHARE:
+            self.share_requested.emit(self.current)
         elif isinstance(what, str) and what != self.current:
             self.switch_requested.emit(what)
 

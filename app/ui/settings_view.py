@@ -1,19 +1,25 @@
-"""The settings ledger in the memory browser: the current value of every render setting, and the
-whole history of the one selected (what it was, when, said where, by whom). A value can be
-corrected in place (double-click, type, Enter): the correction goes through the ledger, journaled,
-and wins. Thin models over lists the window hands in; the ledger runs on the memory pool."""
+"""The settings ledger in the memory browser: every render setting — the value decided (in the chat or
+by hand), what the last imported scene file holds beside it, and "to confirm" where Kelvin was unsure
+of what was said — and the whole history of the one selected (what it was, when, said where, by
+whom). A value can be corrected in place (double-click, type, Enter); the file's value can be adopted
+in one click: both go through the ledger, journaled, and win. Thin models over lists the window hands
+in; the ledger runs on the memory pool."""
 from __future__ import annotations
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter, QTableView, QVBoxLayout,
                                QWidget)
 
 from app.core.dates import as_read
 from app.core.parameters import format_value
+from app.services.settings_ledger import question
 from app.ui.markdown import stripped
 
 KeyRole = Qt.ItemDataRole.UserRole + 2
-CURRENT_COLUMNS = ("Engine", "Setting", "Value", "Set", "By", "Before")
+CURRENT_COLUMNS = ("Engine", "Setting", "Decided", "In the file", "Set", "By", "Before")
+VALUE_COLUMN = 2
+TO_CONFIRM = QColor("#e0a040")
 HISTORY_COLUMNS = ("When", "Value", "Status", "By", "Said in")
 _ENGINES = {"": "", "vray": "V-Ray", "octane": "Octane", "redshift": "Redshift", "arnold": "Arnold",
             "cycles": "Cycles", "karma": "Karma", "corona": "Corona"}
@@ -33,10 +39,11 @@ def engine_name(engine: str) -> str:
 
 
 class CurrentModel(QAbstractTableModel):
-    """One row per (engine, parameter) the ledger holds a current value for. The Value column is
-    editable; an edit is asked for with ``set_requested`` and shows once the ledger has it."""
+    """One row per (engine, parameter, scope) the ledger holds: the decided value (or the values to
+    confirm), the file's value beside it. The Decided column is editable; an edit is asked for with
+    ``set_requested`` and shows once the ledger has it."""
 
-    set_requested = Signal(object, str)  # key (engine, parameter), the value as typed
+    set_requested = Signal(object, str)  # key (engine, parameter, scope), the value as typed
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -44,7 +51,7 @@ class CurrentModel(QAbstractTableModel):
 
     def set_rows(self, rows: list) -> None:
         self.beginResetModel()
-        self.rows = sorted(rows, key=lambda c: (c.entry.engine, c.entry.name or c.entry.parameter))
+        self.rows = sorted(rows, key=lambda c: (c.entry.engine, c.entry.name or c.entry.parameter, c.entry.scope))
         self.endResetModel()
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
@@ -60,32 +67,52 @@ class CurrentModel(QAbstractTableModel):
 
     def flags(self, index: QModelIndex):
         base = super().flags(index)
-        return base | Qt.ItemFlag.ItemIsEditable if index.isValid() and index.column() == 2 else base
+        return base | Qt.ItemFlag.ItemIsEditable if index.isValid() and index.column() == VALUE_COLUMN else base
 
     def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not 0 <= index.row() < len(self.rows):
             return None
         c = self.rows[index.row()]
-        e = c.entry
+        e, d, held = c.entry, c.decision, c.held
         if role == KeyRole:
             return e.key
-        if role == Qt.ItemDataRole.EditRole and index.column() == 2:
-            return format_value(e.value, e.unit)
+        if role == Qt.ItemDataRole.EditRole and index.column() == VALUE_COLUMN:
+            return format_value(d.value, d.unit) if d is not None else ""
+        if role == Qt.ItemDataRole.ForegroundRole and c.unsure and index.column() == VALUE_COLUMN:
+            return TO_CONFIRM
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"changed {c.changed} time(s)" + (" · a candidate, not in the taxonomy" if e.candidate else "")
+            if c.unsure:
+                return f"To confirm: {question(c)} Double-click to decide."
+            if index.column() == 3 and held is not None:
+                return f"Read from {held.note or 'a scene'} ({when(held.ts_ms)})" + (
+                    " — not what was decided" if c.differs else "")
+            tip = f"changed {c.changed} time(s)" + (" · a candidate, not in the taxonomy" if e.candidate else "")
+            return tip + "".join(f"\n{x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} at "
+                                 f"{when(x.ts_ms)} without having seen it — double-click the value to choose"
+                                 for x in c.conflict)
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         p = c.previous
-        return (engine_name(e.engine), (e.name or e.parameter).replace("_", " "), format_value(e.value, e.unit),
-                when(e.ts_ms), who(e.by),
+        name = (e.name or e.parameter).replace("_", " ") + (f" ({e.scope})" if e.scope else "")
+        if c.unsure:
+            decided = " or ".join(format_value(a.value, a.unit) for a in c.alternatives) + " — to confirm"
+        else:
+            decided = format_value(d.value, d.unit) if d is not None else "—"
+        if c.conflict and d is not None:  # a shared project: two artists decided apart; shown as one until chosen
+            decided = " or ".join([f"{decided} ({d.author})", *(f"{format_value(x.value, x.unit)} ({x.author})"
+                                                               for x in c.conflict)]) + " — conflict"
+        in_file = "" if held is None else format_value(held.value, held.unit) + (" ≠" if c.differs else "")
+        return (engine_name(e.engine), name, decided, in_file,
+                when(d.ts_ms) if d is not None else "", (d.author or who(d.by)) if d is not None else "",
                 "" if p is None else format_value(p.value, p.unit))[index.column()]
 
     def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
-        if role != Qt.ItemDataRole.EditRole or not index.isValid() or index.column() != 2:
+        if role != Qt.ItemDataRole.EditRole or not index.isValid() or index.column() != VALUE_COLUMN:
             return False
         text = str(value).strip()
         c = self.rows[index.row()]
-        if text and text != format_value(c.entry.value, c.entry.unit):
+        d = c.decision
+        if text and (c.unsure or d is None or text != format_value(d.value, d.unit)):
             self.set_requested.emit(c.entry.key, text)
         return False  # the row changes when the ledger says so
 
@@ -136,9 +163,10 @@ class HistoryModel(QAbstractTableModel):
 class SettingsPanel(QWidget):
     """Current values on top, the selected one's history below. Emits what to do; the window does it."""
 
-    history_wanted = Signal(object)  # key (engine, parameter)
+    history_wanted = Signal(object)  # key (engine, parameter, scope)
     unset_requested = Signal(object)
     set_requested = Signal(object, str)
+    adopt_requested = Signal(object)  # key: take the file's value as the decision
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -153,7 +181,7 @@ class SettingsPanel(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(22)
         self.table.setEditTriggers(QTableView.EditTrigger.DoubleClicked | QTableView.EditTrigger.EditKeyPressed)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for col, width in enumerate((74, 150, 90, 128, 44)):
+        for col, width in enumerate((74, 150, 90, 80, 128, 44)):
             self.table.setColumnWidth(col, width)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.selectionModel().currentRowChanged.connect(self._selected)
@@ -168,6 +196,10 @@ class SettingsPanel(QWidget):
         self.unset_button = QPushButton("Unset", objectName="unsetSetting", enabled=False)
         self.unset_button.setToolTip("Kelvin forgets the current value (the history stays)")
         self.unset_button.clicked.connect(self._unset)
+        self.adopt_button = QPushButton("Use the file's value", objectName="adoptSetting", enabled=False)
+        self.adopt_button.setToolTip("The value the last imported scene file holds becomes the decided one "
+                                     "(journaled, like any correction)")
+        self.adopt_button.clicked.connect(self._adopt)
         self.count = QLabel("", objectName="settingsCount", wordWrap=True)
         # the last imported scene against what was decided (kelvin scene import, Send to Kelvin in Blender)
         self.scene = QLabel("", objectName="sceneDiff", wordWrap=True, textFormat=Qt.TextFormat.PlainText)
@@ -177,6 +209,7 @@ class SettingsPanel(QWidget):
         lower_layout.setContentsMargins(0, 4, 0, 0)
         row = QHBoxLayout()
         row.addWidget(self.title, 1)
+        row.addWidget(self.adopt_button)
         row.addWidget(self.unset_button)
         lower_layout.addLayout(row)
         lower_layout.addWidget(self.log, 1)
@@ -201,13 +234,17 @@ class SettingsPanel(QWidget):
         self.history.set_entries([], {})
         self.title.setText("Select a setting to see its history")
         self.unset_button.setEnabled(False)
+        self.adopt_button.setEnabled(False)
         self.count.setText("")
         self.show_scene(())
 
     def show_current(self, rows: list) -> None:
         key = self._key
         self.current.set_rows(rows)
-        self.count.setText(f"{len(rows)} settings with a current value · double-click a value to correct it" if rows
+        asked = [c for c in rows if c.unsure]
+        self.count.setText((f"{len(rows)} settings · double-click a value to correct it"
+                            + (f" · {len(asked)} to confirm: " + " · ".join(question(c) for c in asked[:3])
+                               if asked else "")) if rows
                            else "No settings yet: state one in the chat (“GI clamp 10”) or set one by hand")
         self.table.resizeColumnsToContents()  # a few dozen rows: names and values shown whole
         keys = [c.entry.key for c in self.current.rows]
@@ -217,6 +254,7 @@ class SettingsPanel(QWidget):
             self._key = None
             self.history.set_entries([], {})
             self.unset_button.setEnabled(False)
+            self.adopt_button.setEnabled(False)
             self.title.setText("Select a setting to see its history")  # never the title of one that is gone
 
     def show_scene(self, lines: tuple[str, ...]) -> None:
@@ -238,11 +276,19 @@ class SettingsPanel(QWidget):
         key = self.current.data(current, KeyRole) if current.isValid() else None
         self._key = key
         self.unset_button.setEnabled(key is not None)
-        if key is not None:
-            c = self.current.rows[current.row()]
-            self.title.setText(f"History of {engine_name(key[0])} {(c.entry.name or key[1]).replace('_', ' ')}".strip())
+        c = self.current.rows[current.row()] if key is not None else None
+        self.adopt_button.setEnabled(c is not None and c.held is not None and (c.decision is None or c.differs
+                                                                               or c.unsure))
+        if c is not None:
+            scope = f" ({key[2]})" if key[2] else ""
+            self.title.setText(f"History of {engine_name(key[0])} {(c.entry.name or key[1]).replace('_', ' ')}{scope}"
+                               .strip())
             self.history_wanted.emit(key)
 
     def _unset(self) -> None:
         if self._key is not None:
             self.unset_requested.emit(self._key)
+
+    def _adopt(self) -> None:
+        if self._key is not None:
+            self.adopt_requested.emit(self._key)

@@ -6,8 +6,9 @@ text block (which also registers a load handler), and a scripted driver whose ex
 (on the noise seed); and drivers with simple expressions, which Blender evaluates without Python,
 on Max samples ("770 + 7") and the camera's focal length ("84 + 1") — the values the file holds.
 
-``EXPECTED`` is what ``kelvin settings list`` must then hold, value by value (engine, key) → value;
-``CANDIDATES`` what Kelvin keeps without a catalogue name. Imported by the tests without bpy."""
+``EXPECTED`` is what ``kelvin settings list`` must then hold as the file's values, value by value
+(engine, key[, scope]) → value — the lights by their names, the active camera's lens and focus by the
+camera's name; ``CANDIDATES`` what Kelvin keeps without a catalogue name. Imported by the tests without bpy."""
 from __future__ import annotations
 
 import sys
@@ -21,14 +22,17 @@ EXPECTED = {
     ("cycles", "caustics_refractive"): True, ("cycles", "light_tree"): False, ("", "denoiser"): "none",
     ("", "exposure"): 0.7, ("", "resolution"): "2048x858", ("", "resolution_percentage"): 50,
     ("", "frame_rate"): 25, ("", "frame_start"): 1001, ("", "frame_end"): 1240, ("", "motion_blur"): True,
-    ("", "shutter_angle"): 180, ("", "focal_length"): 85, ("", "sensor_width"): 24, ("", "depth_of_field"): True,
-    ("", "f_stop"): 2.2, ("", "focus_distance"): 3.5,
+    ("", "shutter_angle"): 180, ("", "focal_length", "camera"): 85, ("", "sensor_width", "camera"): 24,
+    ("", "depth_of_field", "camera"): True, ("", "f_stop", "camera"): 2.2, ("", "focus_distance", "camera"): 3.5,
+    ("", "view_transform"): "standard", ("", "light_power", "key"): 350, ("", "light_temperature", "key"): 4300,
+    ("", "light_power", "rim"): 80,
 }
 UNITS = {("", "exposure"): "ev", ("", "resolution"): "px", ("", "resolution_percentage"): "%", ("", "frame_rate"): "fps",
-         ("", "shutter_angle"): "°", ("", "focal_length"): "mm", ("", "sensor_width"): "mm", ("", "focus_distance"): "m"}
-CANDIDATES = {"render_engine": "Cycles", "adaptive_sampling": True, "film_transparent": True,
-              "view_transform": "Standard", "look": "None", "light_key_type": "Area", "light_key_power": 350,
-              "light_key_temperature": 4300, "light_rim_type": "Spot", "light_rim_power": 80}
+         ("", "shutter_angle"): "°", ("", "focal_length", "camera"): "mm", ("", "sensor_width", "camera"): "mm",
+         ("", "focus_distance", "camera"): "m", ("", "light_power", "key"): "W", ("", "light_temperature", "key"): "K",
+         ("", "light_power", "rim"): "W"}
+CANDIDATES = {"render_engine": "Cycles", "adaptive_sampling": True, "film_transparent": True, "look": "None",
+              "light_key_type": "Area", "light_rim_type": "Spot", "active_camera": "Camera"}
 MARKS = ("text-block-ran", "load-handler-ran", "driver-ran")  # what the bait leaves where it runs
 
 

@@ -532,6 +532,10 @@ _ROUTES = {("GET", "/"): _Handler.root, ("GET", "/api/version"): _Handler.versio
            ("POST", "/api/pull"): _Handler.pull}
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Serve a fake, deterministic Ollama until Ctrl+C.")
     ap.add_argument("--host", default="127.0.0.1")
@@ -540,9 +544,13 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1)  # `kill -USR1` prints where every thread is
+    # Ctrl+C and SIGTERM both end it, even when started from a shell that ignores SIGINT for what it
+    # runs in the background (`nohup … &`: the ignore is inherited, and Ctrl+C would do nothing)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     with OllamaTestServer(host=args.host, port=args.port, delay_s=args.delay) as srv:
-        print(f"fake Ollama {VERSION} on http://{args.host}:{srv.port} with {', '.join(srv.models)}", flush=True)
         try:  # short sleeps: a Ctrl+C the kernel hands to a server thread is only seen by the main
+            print(f"fake Ollama {VERSION} on http://{args.host}:{srv.port} with {', '.join(srv.models)}", flush=True)
             while True:  # thread when it next runs Python code, never while it blocks on a lock forever
                 time.sleep(0.1)
         except KeyboardInterrupt:

@@ -91,7 +91,8 @@ def values(spec: ParamSpec) -> tuple[object, object, object]:
     if unit == "fps":
         return 24, 30, 25
     if unit == "°":
-        return 90, 45, 180
+        got = _pick([90, 45, 180, 30, 60], spec)
+        return got[0], got[1], got[2]
     if unit == "ev":
         return 1.5, 0.5, 2
     if unit == "%":

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import sys
 
-EXPECTED_KARMA = {
+EXPECTED_KARMA = {  # what the file holds: (engine, key) → value, a light's or camera's (engine, key, its name)
     ("", "resolution"): "2048x858", ("karma", "path_traced_samples"): 256, ("karma", "pixel_samples"): 9,
     ("karma", "diffuse_limit"): 3, ("karma", "reflection_limit"): 6, ("karma", "refraction_limit"): 8,
-    ("karma", "convergence_mode"): "path_traced", ("", "depth_of_field"): True, ("", "motion_blur"): True,
-    ("", "focal_length"): 35, ("", "sensor_width"): 36, ("", "f_stop"): 2.8, ("", "focus_distance"): 3.5,
-    ("", "exposure"): 0.5, ("", "shutter_angle"): 180, ("", "frame_start"): 1001, ("", "frame_end"): 1100,
-    ("", "frame_rate"): 24,
+    ("karma", "convergence_mode"): "path_traced", ("", "depth_of_field", "shotcam"): True, ("", "motion_blur"): True,
+    ("", "focal_length", "shotcam"): 35, ("", "sensor_width", "shotcam"): 36, ("", "f_stop", "shotcam"): 2.8,
+    ("", "focus_distance", "shotcam"): 3.5, ("", "exposure"): 0.5, ("", "shutter_angle"): 180,
+    ("", "frame_start"): 1001, ("", "frame_end"): 1100, ("", "frame_rate"): 24,
+    ("", "light_temperature", "key"): 4500, ("", "light_intensity", "key"): 30, ("", "light_intensity", "sky"): 1,
 }
 CANDIDATES_KARMA = {"pixel_aspect_ratio": 2, "karma_convergence_threshold": 0.005, "karma_rendering_engine": "xpu",
                     "karma_volume_limit": 2, "active_camera": "shotcam", "light_key_type": "Rect",
-                    "light_key_intensity": 30, "light_key_exposure": 2, "light_key_temperature": 4500,
-                    "light_sky_type": "Dome", "light_sky_intensity": 1}
+                    "light_key_exposure": 2, "light_sky_type": "Dome"}
 
 
 def camera(stage, path: str = "/cameras/shotcam"):

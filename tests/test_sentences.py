@@ -1,0 +1,238 @@
+"""One sentence for every expected failure, with its true cause and fix (issue 31, findings 5 and 11).
+
+Each case here was a traceback, a hang, a process killed for its memory, or the wrong advice
+("the memory store could not be used … `kelvin memory reindex` rebuilds it") — the cause was a full
+disk, someone else's folder, a read-only disk, a device given as the data folder, an absurd flag, a
+hostile file. Each now exits with one line on stderr that names the cause and the way out, and
+writes nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import ollama_server
+from tests.test_cli import ROOT, kelvin, write_jsonl
+
+ROWS = [{"id": f"r{i}", "text": f"render note {i}: Octane GI clamp {i}", "timestamp": f"2026-11-20T09:00:{i:02d}Z"}
+        for i in range(5)]
+
+
+def _one_line(proc, rc: int = 1) -> str:
+    assert proc.returncode == rc, (proc.returncode, proc.stdout, proc.stderr)
+    lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith(("usage:", " "))]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+def test_a_device_as_the_data_folder_is_said_to_be_no_folder():
+    said = _one_line(kelvin("--data-dir", "/dev/null", "memory", "list", check=False))
+    assert said == ("kelvin: the data folder /dev/null is not a folder; give --data-dir (or data_dir in kelvin.toml) "
+                    "a folder, new or Kelvin's")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["memory", "search", "clamp", "--k", "99999999999999999999"], "--k: 99999999999999999999 is not between 1 and 100,000"),
+    (["memory", "search", "clamp", "--k", "0"], "--k: 0 is not between 1 and 100,000"),
+    (["memory", "list", "--limit", "-3"], "--limit: -3 is not between 0 and"),
+    (["gpu", "watch", "--seconds", "nan"], "--seconds: nan is not between 0 and a week"),
+    (["settings", "list", "--engine", "foo"], "--engine 'foo' is not one of: "),
+])
+def test_an_absurd_flag_is_a_usage_error(tmp_path, args, said):
+    kelvin("memory", "import", str(write_jsonl(tmp_path / "a.jsonl", ROWS)))
+    assert said in _one_line(kelvin(*args, check=False), rc=2)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["memory", "import", "/dev/zero"], "/dev/zero line 1 is longer than 16 MB without a line end: not a .jsonl file"),
+    (["memory", "import", "/dev/urandom"], "/dev/urandom line 1: not UTF-8 text (is it a binary file?)"),
+    (["memory", "search", "--batch", "/dev/urandom", "--json"], "/dev/urandom line 1: not UTF-8 text"),
+    (["memory", "search", "--batch", "/dev/zero", "--json"], "/dev/zero line 1 is longer than 1 MB"),
+    (["gpu", "replay", "/dev/urandom"], "/dev/urandom line 1: not UTF-8 text"),
+    (["gpu", "replay", "/dev/zero"], "/dev/zero line 1 is longer than 1 MB"),
+])
+def test_a_device_given_as_an_input_file_is_read_in_bounded_pieces_and_refused(args, said):
+    started = time.monotonic()
+    proc = kelvin(*args, check=False, timeout=120)
+    assert said in _one_line(proc)
+    assert time.monotonic() - started < 60  # (it used to grow to 14.5 GB, or hang)
+
+
+def test_a_fifo_named_like_a_segment_makes_no_command_wait(tmp_path):
+    kelvin("memory", "import", str(write_jsonl(tmp_path / "a.jsonl", ROWS)))
+    os.mkfifo(tmp_path / "data" / "default" / "journal" / "000000000900.jsonl")
+    for args in (["memory", "stats"], ["memory", "list"], ["chat", "--once", "--mode", "recall", "GI clamp?"]):
+        said = _one_line(kelvin(*args, check=False, timeout=60))
+        assert "000000000900.jsonl is a named pipe (FIFO), not a regular file; Kelvin reads and writes only regular " \
+               "files in its data folder" in said
+    doctor = kelvin("doctor", check=False, timeout=60)
+    assert "000000000900.jsonl is a named pipe (FIFO)" in doctor.stdout
+
+
+def test_lone_surrogates_in_a_scene_are_no_traceback(tmp_path):
+    raw = ('{"format": "kelvin-scene", "version": 1, "app": "a script \\ud800", "file": "x\\udc00.blend", '
+           '"engine": "cycles", "settings": [{"engine": "cycles", "parameter": "denoiser", "value": "OIDN\\ud83d"},'
+           '{"engine": "cycles", "parameter": "max_samples", "value": 512}], '
+           '"extra": [{"name": "view \\udfff transform", "value": "AgX\\ud800"}], "notes": ["\\ud800"]}')
+    proc = kelvin("scene", "import", "-", input=raw, check=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "Imported 1 settings" in proc.stdout
+    listed = json.loads(kelvin("settings", "list", "--candidates", "--json").stdout)
+    assert {c["parameter"] for c in listed} >= {"max_samples", "view_transform"}
+
+
+def _fake_reader(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "fake_blender_python"
+    script.write_text(f"#!{sys.executable}\n{body}", encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def test_a_reader_answering_100000_deep_json_is_one_sentence(tmp_path):
+    reader = _fake_reader(tmp_path, "import sys\nout = sys.argv[sys.argv.index('--out') + 1]\n"
+                                    "open(out, 'w').write('[' * 100000 + ']' * 100000)\n")
+    blend = tmp_path / "forest.blend"
+    blend.write_bytes(b"BLENDER-v400")
+    proc = subprocess.run([sys.executable, "-m", "app", "scene", "import", str(blend)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "KELVIN_BLENDER_PYTHON": str(reader)})
+    assert _one_line(proc) == "kelvin: Blender's answer for forest.blend was not readable; nothing was imported"
+
+
+def test_a_reader_that_never_returns_is_ended_with_everything_it_started(tmp_path):
+    from app.core.scene import SceneError
+    from app.services.blender import read_blend
+
+    pids = tmp_path / "pids"
+    reader = _fake_reader(tmp_path, "import os, subprocess, sys, time\n"
+                                    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+                                    f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+                                    "time.sleep(300)\n")
+    blend = tmp_path / "forest.blend"
+    blend.write_bytes(b"BLENDER-v400")
+    with pytest.raises(SceneError, match=r"Blender took more than 3 s to read forest.blend; it was stopped"):
+        read_blend(blend, setting=str(reader), timeout=3)
+    deadline = time.monotonic() + 10
+    gone = []
+    while time.monotonic() < deadline:
+        gone = [not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid) for pid in pids.read_text().split()]
+        if all(gone):
+            break
+        time.sleep(0.1)
+    assert gone == [True, True]  # the reader, and the process it started
+
+
+def _state(pid: str) -> str:
+    try:
+        return "zombie" if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z" else "running"
+    except OSError:
+        return "zombie"
+
+
+# ---- the disk: another user's folder, a read-only disk, a full disk ---------------------------------------
+def _unshare_ok() -> bool:
+    return shutil.which("unshare") is not None and subprocess.run(["unshare", "-r", "true"], capture_output=True,
+                                                                   timeout=30).returncode == 0
+
+
+needs_unshare = pytest.mark.skipif(sys.platform != "linux" or not _unshare_ok(),
+                                   reason="needs user namespaces (unshare -r)")
+
+
+@needs_unshare
+def test_another_users_data_is_read_and_a_write_is_refused_in_one_sentence(tmp_path):
+    """Inside `unshare -r`, files owned by another account (here: nobody's mapping) are another user's."""
+    import pwd
+
+    kelvin("memory", "import", str(write_jsonl(tmp_path / "a.jsonl", ROWS)))
+    kelvin("settings", "set", "gi clamp", "10", "--engine", "octane")
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no 'nobody' account")
+    data = tmp_path / "data"
+    for p in [data, *data.rglob("*")]:
+        os.chown(p, other.pw_uid, other.pw_gid, follow_symlinks=False)
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+
+    def run(*args):
+        return subprocess.run(["unshare", "-r", sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120, env=os.environ.copy())
+
+    listed = run("memory", "list", "--json")
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)) == 5, listed.stderr
+    assert run("memory", "search", "GI clamp 3", "--json").returncode == 0
+    assert "Octane GI clamp = 10" in run("settings", "list").stdout
+    assert "default" in run("project", "list").stdout
+    for args in (("memory", "remember", "the client wants warm light"), ("project", "create", "Forest"),
+                 ("memory", "import", str(tmp_path / "a.jsonl"))):
+        said = _one_line(run(*args))
+        assert said.startswith("kelvin: no permission to write ") and "reading works" in said and "--data-dir" in said
+        assert "reindex" not in said
+
+
+READ_ONLY = r"""
+set -u
+mount --bind "$DATA" "$DATA" && mount -o remount,bind,ro "$DATA" || exit 77
+k() { name=$1; shift; "$PY" -m app "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; echo $? >"$OUT/$name.rc"; }
+k list memory list --json
+k remember memory remember "keep the GI clamp at 10"
+k chat chat --once --mode recall "what GI clamp?"
+"""
+
+FULL = r"""
+set -u
+mount -t tmpfs -o size=8m tmpfs "$MNT" || exit 77
+export KELVIN_DATA_DIR="$MNT/data"
+k() { name=$1; shift; "$PY" -m app "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; echo $? >"$OUT/$name.rc"; }
+k import memory import "$ROWS"
+dd if=/dev/zero of="$MNT/filler" bs=4k 2>/dev/null
+k chat chat --once --mode recall "what GI clamp did we use?"
+k brief brief
+k list memory list --json
+"""
+
+
+def _script(tmp_path: Path, script: str, **env) -> Path:
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run(["unshare", "-rm", "bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "OUT": str(out), "PY": sys.executable, **env})
+    if proc.returncode == 77:
+        pytest.skip("no mount namespace here")
+    return out
+
+
+def _step(out: Path, name: str) -> subprocess.CompletedProcess:
+    return subprocess.CompletedProcess([name], int((out / f"{name}.rc").read_text()), (out / f"{name}.out").read_text(),
+                                       (out / f"{name}.err").read_text())
+
+
+@needs_unshare
+def test_a_read_only_disk_keeps_reads_and_says_so_for_writes(tmp_path):
+    kelvin("memory", "import", str(write_jsonl(tmp_path / "a.jsonl", ROWS)))
+    out = _script(tmp_path, READ_ONLY, DATA=str(tmp_path / "data"))
+    assert _step(out, "list").returncode == 0 and len(json.loads(_step(out, "list").stdout)) == 5
+    for name in ("remember", "chat"):
+        said = _one_line(_step(out, name))
+        assert " is on a read-only disk; reading works: to write, use a data folder on a writable disk" in said, said
+
+
+@needs_unshare
+def test_a_full_disk_during_chat_and_brief_is_said_as_such(tmp_path):
+    (tmp_path / "mnt").mkdir()
+    rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    with ollama_server("--delay", "0") as host:
+        out = _script(tmp_path, FULL, MNT=str(tmp_path / "mnt"), ROWS=str(rows), KELVIN_OLLAMA_HOST=host)
+    assert _step(out, "import").returncode == 0
+    for name in ("chat", "brief"):
+        said = _one_line(_step(out, name))
+        assert "full" in said or "space" in said, said
+        assert "reindex" not in said and "could not be used" not in said
+    assert len(json.loads(_step(out, "list").stdout)) == 5  # reads still work, nothing lost
