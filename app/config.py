@@ -42,11 +42,21 @@ class Config:
     data_dir: str = _opt("", "Folder holding every project's memory. Empty: session_data/ in a source "
                          "checkout, the platform's user data folder when installed.", "KELVIN_DATA_DIR")
     project: str = _opt("default", "Project used when none is given.", "KELVIN_PROJECT")
-    ollama_host: str = _opt("http://127.0.0.1:11434", "Ollama server address; the only host Kelvin talks to.",
-                            "KELVIN_OLLAMA_HOST", "OLLAMA_HOST")
-    chat_model: str = _opt("llama3.1:8b", "Ollama model used for chat.", "KELVIN_CHAT_MODEL")
-    embedder: str = _opt("ollama:nomic-embed-text", "Embedder for semantic search: 'ollama:<model>', "
-                         "'st:<model name or path>' (sentence-transformers extra) or 'none' (full-text only).",
+    model_server: str = _opt("ollama", "Which kind of model server Kelvin talks to: 'ollama' (at ollama_host) or "
+                             "'openai' (any OpenAI-compatible local server at openai_url: LM Studio, llama.cpp's "
+                             "llama-server, Jan, vLLM).", "KELVIN_MODEL_SERVER")
+    ollama_host: str = _opt("http://127.0.0.1:11434", "Ollama server address; with model_server = 'ollama', the only "
+                            "host Kelvin talks to.", "KELVIN_OLLAMA_HOST", "OLLAMA_HOST")
+    openai_url: str = _opt("http://127.0.0.1:1234/v1", "Address of the OpenAI-compatible server (LM Studio: "
+                           "http://127.0.0.1:1234/v1, llama-server: http://127.0.0.1:8080/v1); with model_server = "
+                           "'openai', the only host Kelvin talks to.", "KELVIN_OPENAI_URL")
+    openai_api_key: str = _opt("", "Key the OpenAI-compatible server expects, if it was started with one (sent only "
+                               "to openai_url).", "KELVIN_OPENAI_API_KEY")
+    chat_model: str = _opt("llama3.1:8b", "Model used for chat (its name as the model server lists it).",
+                           "KELVIN_CHAT_MODEL")
+    embedder: str = _opt("ollama:nomic-embed-text", "Embedder for semantic search: 'ollama:<model>', 'openai:<model>' "
+                         "(the OpenAI-compatible server at openai_url), 'st:<model name or path>' "
+                         "(sentence-transformers extra) or 'none' (full-text only).",
                          "KELVIN_EMBEDDER")
     mode: str = _opt("gpu", "How Kelvin answers at start: 'gpu' (the model on the GPU), 'cpu' (the same model on "
                      "the CPU, leaving the VRAM to renders) or 'recall' (no model: answers quoted from memory).",
@@ -56,6 +66,9 @@ class Config:
                               "KELVIN_EXTRACT_MODEL")
     num_ctx: int = _opt(8192, "Context window in tokens sent to the model each turn (1024–1,048,576).", "KELVIN_NUM_CTX",
                         low=1024, high=1_048_576)
+    cpu_num_ctx: int = _opt(2048, "Context window in tokens in CPU mode, where a model reads its prompt ten or more "
+                            "times slower than on a GPU (docs/benchmarks.md §20): smaller, so the first word comes in "
+                            "seconds.", "KELVIN_CPU_NUM_CTX", low=1024, high=1_048_576)
     index_uri: str = _opt("", "Where the LanceDB index lives. Empty: <data>/<project>/memory.lance. A template "
                           "with {project}, e.g. 's3://studio-bucket/kelvin/{project}.lance', shares it.",
                           "KELVIN_INDEX_URI")
@@ -95,6 +108,10 @@ class Config:
     schema_version: int = _opt(SCHEMA_VERSION, "Version of this settings layout (for migrations).")
 
     # ---- derived -------------------------------------------------------------------------------
+    @property
+    def model_host(self) -> str:
+        """The address of the model server in use."""
+        return self.openai_url if self.model_server == "openai" else self.ollama_host
     def artist_name(self) -> str:
         """Who this artist is to the team (the setting, else the login name)."""
         if self.artist.strip():
@@ -228,9 +245,12 @@ def load(overrides: dict | None = None, environ: dict | None = None) -> Config:
     for key, value in values.items():  # every number in its range, whoever set it (file, environment, flag)
         _in_range(key, value)
     settings = replace(Config(), **values)
+    if settings.model_server not in ("ollama", "openai"):
+        raise ConfigError(f"model_server must be 'ollama' or 'openai' (any OpenAI-compatible server: LM Studio, "
+                          f"llama.cpp, Jan, vLLM), not {settings.model_server!r}")
     kind, _, arg = settings.embedder.strip().partition(":")
-    if not ((kind == "none" and not arg) or kind in ("ollama", "st")):
-        raise ConfigError(f"embedder (KELVIN_EMBEDDER or kelvin.toml) must be 'ollama:<model>', "
+    if not ((kind == "none" and not arg) or kind in ("ollama", "openai", "st")):
+        raise ConfigError(f"embedder (KELVIN_EMBEDDER or kelvin.toml) must be 'ollama:<model>', 'openai:<model>', "
                             f"'st:<model or path>' or 'none' (got {settings.embedder!r})")
     if settings.mode not in ("gpu", "cpu", "recall"):
         raise ConfigError(f"mode must be gpu, cpu or recall (got {settings.mode!r})")

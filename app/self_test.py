@@ -112,17 +112,21 @@ def check_client(stand_in) -> tuple[str, str]:
 
 
 def check_ollama_host(settings) -> tuple[str, str]:
-    from app.llm.backend import OllamaBackend
-    from app.llm.errors import OllamaUnavailable
+    """The artist's own model server (Ollama or an OpenAI-compatible one): said, never failed."""
+    from app.llm.errors import ModelServerUnavailable
+    from app.llm.servers import connect
 
+    backend = connect(settings, timeout_s=3)
     try:
-        with OllamaBackend(settings.ollama_host, timeout_s=3) as backend:
-            version = backend.version()
-            has = backend.has_model(settings.chat_model)
-    except OllamaUnavailable as exc:
-        return INFO, f"{exc} (start Ollama before chatting; Kelvin answers from memory until then)"
-    model = f"{settings.chat_model} installed" if has else f"{settings.chat_model} not pulled yet"
-    return INFO, f"Ollama {version} at {settings.ollama_host}, {model}"
+        version = backend.version()
+        has = backend.has_model(settings.chat_model)
+    except ModelServerUnavailable as exc:
+        return INFO, f"{exc} (start it before chatting; Kelvin answers from memory until then)"
+    finally:
+        backend.close()
+    model = f"{settings.chat_model} installed" if has else f"{settings.chat_model} not there yet"
+    name = f"Ollama {version}" if backend.kind == "ollama" else version
+    return INFO, f"{name} at {settings.model_host}, {model}"
 
 
 def check_nvml() -> tuple[str, str]:
@@ -168,7 +172,8 @@ def run(settings, window: bool = True) -> list[Result]:
         results = [_timed("resources", check_resources), _timed("settings rules", check_rules)]
         with StandInOllama(settings.chat_model) as stand_in:
             trial = replace(settings, data_dir=str(scratch / "data"), project="self-test", embedder="none",
-                            ollama_host=stand_in.host, extract_model="", vram_guard=False, mode="gpu", index_uri="")
+                            model_server="ollama", ollama_host=stand_in.host, extract_model="", vram_guard=False,
+                            mode="gpu", index_uri="")
             results.append(_timed("memory", lambda: check_memory(trial)))
             results.append(_timed("model client", lambda: check_client(stand_in)))
             if window:
@@ -177,7 +182,7 @@ def run(settings, window: bool = True) -> list[Result]:
                 results.append(_timed("window", lambda: check_window(trial, scratch)))
                 results.append(_timed("desktop", check_desktop))
         results.append(_timed("GPU (NVML)", check_nvml))
-        results.append(_timed("your Ollama", lambda: check_ollama_host(settings)))
+        results.append(_timed("your model server", lambda: check_ollama_host(settings)))
         return results
     finally:
         if saved_config is None:

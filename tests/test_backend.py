@@ -45,7 +45,7 @@ def dead_host():
 
 
 def stream_threads():
-    return [t for t in threading.enumerate() if t.name == "kelvin-ollama-stream" and t.is_alive()]
+    return [t for t in threading.enumerate() if t.name == "kelvin-model-stream" and t.is_alive()]
 
 
 def wait_until(pred, timeout=1.0):

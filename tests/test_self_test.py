@@ -49,11 +49,11 @@ def test_self_test_passes_from_source_and_leaves_no_trace(tmp_path):
     assert lines[0].startswith("Kelvin 0.1.0 self-test · Python")
     found = checks(result.stdout)
     assert list(found) == ["resources", "settings rules", "memory", "model client", "window", "desktop",
-                           "GPU (NVML)", "your Ollama"]
+                           "GPU (NVML)", "your model server"]
     for name in ("resources", "settings rules", "memory", "model client", "window", "GPU (NVML)"):
         assert found[name] == OK, result.stdout
     assert found["desktop"] in (OK, WARN)  # X11 libraries missing here is told, not failed
-    assert found["your Ollama"] == INFO and "not reachable at http://127.0.0.1:9" in result.stdout
+    assert found["your model server"] == INFO and "not reachable at http://127.0.0.1:9" in result.stdout
     assert "read Octane GI clamp = 10 (applied)" in result.stdout
     assert "a question answered and rendered" in result.stdout
     assert lines[-1].startswith("all 8 checks passed in")

@@ -613,13 +613,14 @@ def _welcome(settings, why: str = "") -> int:
     print(f"Kelvin {__version__}")
     print(f"  data folder : {settings.data_path()}")
     print(f"  project     : {settings.project}")
-    print(f"  Ollama      : {settings.ollama_host} (chat model {settings.chat_model})")
+    server = "Ollama" if settings.model_server == "ollama" else "model server"
+    print(f"  {server:<12}: {settings.model_host} (chat model {settings.chat_model})")
     print(f"  embedder    : {settings.embedder}")
     print()
     print("Bare `kelvin` opens the desktop window. Everything also works from the terminal:")
     print("  kelvin chat                      talk to Kelvin (streamed; /help for commands)")
     print("  kelvin chat --once \"question\"    one answer, for scripts")
-    print("  kelvin doctor                    check Ollama, models, GPU and memory")
+    print("  kelvin doctor                    check the model server, models, GPU and memory")
     print("  kelvin memory search \"GI clamp\"  search what Kelvin remembers")
     print("  kelvin gpu status                the GPU, Kelvin's models and the VRAM guard")
     return EXIT_OK

@@ -9,8 +9,8 @@ from pathlib import Path
 from app.core.vram import RECOVERING, YIELDING, Sample, VramPolicy, mb_text
 from app.gpu.nvml import NvmlSampler
 from app.gpu.trace import TraceError, read_trace, write_sample
-from app.llm.backend import OllamaBackend
-from app.llm.errors import OllamaUnavailable
+from app.llm.errors import ModelServerUnavailable
+from app.llm.servers import connect
 from app.services.gpu_guard import GpuGuard, GuardEvent, config_from, replay
 
 EXIT_OK, EXIT_ERROR = 0, 1
@@ -34,18 +34,23 @@ def status(settings, as_json: bool) -> int:
     s = sampler.sample()
     sampler.close()
     policy = VramPolicy(config_from(settings))
-    models, ollama = [], ""
-    with OllamaBackend(settings.ollama_host, timeout_s=3.0) as backend:
-        try:
-            models = [{"name": m.name, "size_mb": m.size // 2**20, "vram_mb": m.size_vram // 2**20} for m in backend.ps()]
-            policy.set_kelvin_vram(sum(m["vram_mb"] for m in models))
-        except OllamaUnavailable as exc:
-            ollama = str(exc)
+    models, ollama, cannot, label = [], "", "", "the model server"
+    backend = connect(settings, timeout_s=3.0)
+    try:
+        label = backend.label if backend.kind == "ollama" else label
+        models = [{"name": m.name, "size_mb": m.size // 2**20, "vram_mb": m.size_vram // 2**20} for m in backend.ps()]
+        policy.set_kelvin_vram(sum(m["vram_mb"] for m in models))
+        label, cannot = backend.label, backend.unload_problem()
+    except ModelServerUnavailable as exc:
+        ollama = str(exc)
+    finally:
+        backend.close()
     policy.observe(s)
     would = policy.pressure.reason
     doc = {"available": bool(s.gpus), "problem": s.error, "guard": "on" if settings.vram_guard and s.gpus else "off",
            "state": policy.state if s.gpus else "off", "pressure": would, "reserve_mb": policy.reserve_mb,
-           "sample": s.to_json(), "ollama_models": models, "ollama_problem": ollama}
+           "sample": s.to_json(), "ollama_models": models, "ollama_problem": ollama, "model_server": label,
+           "unload_problem": cannot}
     if as_json:
         print(json.dumps(doc, indent=1))
         return EXIT_OK
@@ -63,8 +68,10 @@ def status(settings, as_json: bool) -> int:
     if ollama:
         print(f"Kelvin's models: unknown ({ollama})")
     else:
-        print("Models loaded in Ollama: " + (", ".join(f"{m['name']} ({mb_text(m['vram_mb'])} on the GPU)"
-                                                         for m in models) or "none"))
+        print(f"Models loaded in {label}: " + (", ".join(f"{m['name']} ({mb_text(m['vram_mb'])} on the GPU)"
+                                                           if m["vram_mb"] else m["name"] for m in models) or "none"))
+        if cannot:
+            print(f"The guard cannot free them: {cannot}.")
     return EXIT_OK
 
 
@@ -127,7 +134,7 @@ def record(settings, path: Path, seconds: float) -> int:
 
 
 def replay_trace(settings, path: Path, as_json: bool, realtime: bool) -> int:
-    """The real policy and the real actions (unload through the configured Ollama host), on the
+    """The real policy and the real actions (unload through the configured model server), on the
     trace's clock."""
     try:
         samples = read_trace(path)
@@ -136,7 +143,7 @@ def replay_trace(settings, path: Path, as_json: bool, realtime: bool) -> int:
         return EXIT_ERROR
     guard = GpuGuard(settings, source=None, synchronous=True)
     sys.stderr.write(f"kelvin: replaying {path.name} with the real guard: where the trace calls for it, Kelvin's "
-                     f"own models ({', '.join(guard.models())}) are really unloaded from {settings.ollama_host}\n")
+                     f"own models ({', '.join(guard.models())}) are really unloaded from {settings.model_host}\n")
 
     def show(e: GuardEvent) -> None:
         print(json.dumps(e.to_json()) if as_json else _event(e), flush=True)

@@ -19,7 +19,8 @@ from app.core.records import RecordError, clean_output
 EXIT_OK, EXIT_ERROR = 0, 1
 _KIND_HINT = {
     "not_running": "use --mode recall to answer from memory without a model",
-    "model_missing": "pull it, or use --mode recall to answer from memory",
+    "model_missing": "pull or load it, or use --mode recall to answer from memory",
+    "context": "load the model with a larger context, or use --mode recall to answer from memory",
     "out_of_memory": "try --mode cpu, a smaller model, or wait for the render to finish",
 }
 
@@ -166,7 +167,7 @@ def _wait_stored(result, timeout: float = 60.0) -> bool:
 
 def chat_loop(conversation, read=input) -> int:
     c = conversation
-    print(f"Kelvin — project {c.project} · mode {c.mode.value} · {c.model} at {c.settings.ollama_host}")
+    print(f"Kelvin — project {c.project} · mode {c.mode.value} · {c.model} at {c.settings.model_host}")
     print("Type a question. /help lists commands; Ctrl+C stops a reply (at the prompt: clears the line); "
           "/quit or Ctrl+D leaves.")
     hello = c.greeting()
@@ -195,7 +196,7 @@ def chat_loop(conversation, read=input) -> int:
             print(f"  {result.greeting}")
         while c.commit_problems:  # a commit failed in the background: say so, once
             print(f"  ! {c.commit_problems.pop(0)}")
-        if result.error_kind == "model_missing" and _offer_pull(c, read):
+        if result.error_kind == "model_missing" and c.backend.can_pull and _offer_pull(c, read):
             continue
 
 
@@ -259,11 +260,11 @@ def _pull_progress(p) -> None:
 
 
 def doctor(settings, as_json: bool = False) -> int:
-    from app.llm.backend import OllamaBackend
+    from app.llm.servers import connect
     from app.services import doctor as checks
     from app.services.memory import MemoryService
 
-    backend = OllamaBackend(settings.ollama_host, min(settings.ollama_timeout_s, 10.0))
+    backend = connect(settings, min(settings.ollama_timeout_s, 10.0))
     memory = MemoryService(settings)
     try:
         results = checks.run(settings, backend, memory)

@@ -1,111 +1,34 @@
 """Kelvin's Ollama backend over the official ``ollama`` client: chat streams, embeddings, models.
 
-Every problem comes out as an :class:`~app.llm.errors.OllamaUnavailable` subclass with a plain
-sentence; no raw ``httpx`` or ``ollama`` exception leaves this module.
+One of the two kinds of :class:`~app.llm.model_server.ModelServer` (the other is any
+OpenAI-compatible server, :mod:`app.llm.openai_compat`). Every problem comes out as a
+:class:`~app.llm.errors.ModelServerUnavailable` subclass with a plain sentence; no raw ``httpx`` or
+``ollama`` exception leaves this module.
 
-A :class:`ChatStream` reads on a private daemon thread with its own client, so ``cancel()`` from any
-thread stops the reader at once (it shuts the socket down under the blocked read) and the consumer
+A :class:`~app.llm.stream.ChatStream` reads with ``ollama.AsyncClient`` on a private thread, so
+``cancel()`` from any thread stops the reader at once (it cancels the reading task) and the consumer
 wakes without waiting for the server.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
-import queue
-import socket
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import httpx
 import ollama
 
-from app.llm.errors import TRANSPORT_ERRORS, ModelMissing, OllamaUnavailable, ServerError, explain
+from app.llm.errors import TRANSPORT_ERRORS, ModelMissing, ModelServerUnavailable, ServerError, explain
+from app.llm.model_server import (ChatChunk, LoadedModel, ModelInfo, PullMeter, PullProgress,  # noqa: F401
+                                  ToolCall, complete)
+from app.llm.stream import ChatStream
 
 log = logging.getLogger("kelvin.ollama")
 
 CONNECT_TIMEOUT_S = 10.0
-_END, _WAKE = object(), object()  # queue markers: the producer is done / cancel() woke the consumer
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    name: str
-    arguments: dict
-
-
-@dataclass(frozen=True)
-class ChatChunk:
-    """One streamed piece of a reply; the last one has ``done`` and the token counts."""
-
-    text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    done: bool = False
-    done_reason: str | None = None
-    prompt_eval_count: int | None = None
-    eval_count: int | None = None
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    name: str
-    capabilities: tuple[str, ...]
-    parameter_size: str
-    family: str
-    context_length: int | None
-
-    @property
-    def supports_tools(self) -> bool:
-        return "tools" in self.capabilities
-
-
-@dataclass(frozen=True)
-class LoadedModel:
-    """A model in memory (``ollama ps``); ``size_vram`` < ``size`` means partly on the CPU."""
-
-    name: str
-    size: int
-    size_vram: int
-
-
-@dataclass(frozen=True)
-class PullProgress:
-    status: str
-    completed: int | None
-    total: int | None
-    digest: str = ""  # the layer a "pulling …" line is about
-
-
-class PullMeter:
-    """One number for a whole pull. Ollama reports each layer on its own (completed/total bytes);
-    the meter adds up every layer seen so far. It never goes back, and says 100 only at "success"
-    (a later, smaller layer would otherwise pull 100 down to 99)."""
-
-    def __init__(self):
-        self._layers: dict[str, tuple[int, int]] = {}
-        self.percent, self.status = 0, ""
-
-    @property
-    def completed(self) -> int:
-        return sum(done for done, _ in self._layers.values())
-
-    @property
-    def total(self) -> int:
-        return sum(total for _, total in self._layers.values())
-
-    def add(self, p: PullProgress) -> bool:
-        """Take one progress line; True when the percent or the step changed (worth showing)."""
-        if p.digest and p.total:
-            self._layers[p.digest] = (min(max(p.completed or 0, 0), p.total), p.total)
-        percent = self.percent
-        if p.status == "success":
-            percent = 100
-        elif self.total:
-            percent = max(percent, min(99, 100 * self.completed // self.total))
-        changed = (percent, p.status) != (self.percent, self.status)
-        self.percent, self.status = percent, p.status
-        return changed
+__all__ = ["OllamaBackend", "ChatStream", "ChatChunk", "LoadedModel", "ModelInfo", "PullMeter", "PullProgress",
+           "ToolCall", "full_name"]
 
 
 def full_name(model: str) -> str:
@@ -128,126 +51,16 @@ def _chunk(part: ollama.ChatResponse) -> ChatChunk:
                      prompt_eval_count=part.prompt_eval_count, eval_count=part.eval_count)
 
 
-class _Failure:
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-
-class ChatStream:
-    """Iterate for :class:`ChatChunk` objects as they arrive; ``text`` is the reply so far.
-
-    ``cancel()`` (any thread) ends the iteration promptly and quietly; ``close()`` also waits
-    (bounded) for the reader thread. Server and transport errors are raised from iteration."""
-
-    JOIN_S = 2.0
-
-    def __init__(self, host: str, timeout_s: float, model: str, request: dict, verify: Any = True):
-        self.host, self.model, self.text = host, model, ""
-        self._request = request
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._cancelled = self._ended = False
-        self._sock: socket.socket | None = None
-        # a silent stream may wait long (a model loading), but a host that does not answer the
-        # connect is down: say so in seconds, not minutes
-        timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))
-        self._client = ollama.Client(host=host, timeout=timeout, verify=verify,
-                                     event_hooks={"request": [self._on_request]})
-        self._thread = threading.Thread(target=self._produce, name="kelvin-ollama-stream", daemon=True)
-        self._thread.start()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    # -- the reader thread ------------------------------------------------------------------------
-    def _on_request(self, request: httpx.Request) -> None:
-        request.extensions["trace"] = self._trace  # httpcore reports the socket it connects
-
-    def _trace(self, event: str, info: dict) -> None:
-        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
-            get = getattr(info.get("return_value"), "get_extra_info", None)
-            with self._lock:
-                self._sock = get("socket") if get else None
-                if self._cancelled:
-                    self._shutdown()
-
-    def _shutdown(self) -> None:
-        """Wake the reader blocked on the socket (called with the lock held)."""
-        if self._sock is not None:
-            try:
-                socket.socket.shutdown(self._sock, socket.SHUT_RDWR)  # the plain one, also under TLS
-            except OSError:
-                pass
-
-    def _produce(self) -> None:
-        try:
-            with self._client:
-                if self._cancelled:
-                    return
-                parts = self._client.chat(stream=True, **self._request)
-                try:
-                    for part in parts:
-                        if self._cancelled:
-                            break
-                        self._queue.put(_chunk(part))
-                finally:
-                    parts.close()
-        except Exception as exc:  # handed to the consumer, which explains it
-            if not self._cancelled:
-                self._queue.put(_Failure(exc))
-        finally:
-            with self._lock:
-                self._sock = None
-            self._queue.put(_END)
-
-    # -- the consumer -------------------------------------------------------------------------------
-    def __iter__(self) -> Iterator[ChatChunk]:
-        return self
-
-    def __next__(self) -> ChatChunk:
-        if self._ended or self._cancelled:
-            raise StopIteration
-        item = self._queue.get()
-        if self._cancelled or item is _END or item is _WAKE:
-            self._ended = True
-            raise StopIteration
-        if isinstance(item, _Failure):
-            self._ended = True
-            log.debug("chat stream from %s failed", self.host, exc_info=item.exc)
-            raise explain(item.exc, self.host, self.model, partial=self.text) from None
-        self.text += item.text
-        self._ended = item.done  # a later cancel() changes nothing
-        return item
-
-    def cancel(self) -> None:
-        """Stop now, from any thread: iteration ends without error and ``cancelled`` is True."""
-        with self._lock:
-            if self._ended or self._cancelled:
-                return
-            self._cancelled = True
-            self._shutdown()
-        self._queue.put(_WAKE)
-
-    def close(self) -> None:
-        """Cancel (if still running) and wait a bounded time for the reader thread."""
-        self.cancel()
-        if self._thread is not threading.current_thread():
-            self._thread.join(self.JOIN_S)
-
-    def __enter__(self) -> ChatStream:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
 class OllamaBackend:
     """One Ollama host. Call :meth:`close` when done (it closes the HTTP client)."""
 
+    kind, label = "ollama", "Ollama"
+    can_pull = True  # `ollama pull`, with progress
+    cpu_mode = True  # num_gpu 0 keeps one request's model off the GPU
+
     UNLOAD_POLL_S = 0.1
     # how long a stream may stay silent: a model loading, or a long prompt evaluated on the CPU,
-    # sends nothing for minutes (a cancel does not wait for it: it shuts the socket)
+    # sends nothing for minutes (a cancel does not wait for it: it cancels the reading task)
     STREAM_TIMEOUT_S = 900.0
 
     def __init__(self, host: str, timeout_s: float = 120.0, stream_timeout_s: float = STREAM_TIMEOUT_S):
@@ -276,15 +89,21 @@ class OllamaBackend:
         request = dict(model=model, messages=messages, tools=tools, options=options, keep_alive=keep_alive)
         if format is not None:
             request["format"] = format
-        return ChatStream(self.host, self.stream_timeout_s, model, request, verify=self._verify)
+        # a silent stream may wait long (a model loading), but a host that does not answer the
+        # connect is down: say so in seconds, not minutes
+        timeout = httpx.Timeout(self.stream_timeout_s, connect=min(self.stream_timeout_s, CONNECT_TIMEOUT_S))
+        host, verify = self.host, self._verify
+
+        async def produce():
+            async with ollama.AsyncClient(host=host, timeout=timeout, verify=verify) as client:
+                async for part in await client.chat(stream=True, **request):
+                    yield _chunk(part)
+
+        return ChatStream(host, model, produce, lambda exc, partial: explain(exc, host, model, partial=partial))
 
     def complete(self, model: str, messages: list[dict], **kwargs) -> tuple[str, ChatChunk]:
         """The whole reply and its final chunk (carrying every tool call of the reply)."""
-        last, calls = ChatChunk(), []
-        with self.chat(model, messages, **kwargs) as stream:
-            for last in stream:
-                calls.extend(last.tool_calls)
-        return stream.text, dataclasses.replace(last, tool_calls=tuple(calls))
+        return complete(self, model, messages, **kwargs)
 
     def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -330,6 +149,9 @@ class OllamaBackend:
                 return False
             time.sleep(self.UNLOAD_POLL_S)
         return True
+
+    def unload_problem(self) -> str:
+        return ""  # keep_alive 0 frees a model at once, confirmed with ps
 
     def show(self, model: str) -> ModelInfo:
         resp = self._call(model, self._client.show, model)
@@ -385,8 +207,8 @@ class OllamaBackend:
         try:
             return str(resp.json()["version"])
         except (ValueError, KeyError, TypeError):
-            raise OllamaUnavailable(f"{self.host} answered, but not as Ollama does; "
-                                    "check KELVIN_OLLAMA_HOST") from None
+            raise ModelServerUnavailable(f"{self.host} answered, but not as Ollama does; "
+                                         "check KELVIN_OLLAMA_HOST") from None
 
     def close(self) -> None:
         self._client.close()

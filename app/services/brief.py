@@ -31,7 +31,7 @@ from app.core.dates import written as written_on
 from app.core.parameters import format_value
 from app.core.records import Message, RecordError, now_ms
 from app.durable import append_durably, read_regular, write_atomically
-from app.llm.errors import OllamaUnavailable
+from app.llm.errors import ModelServerUnavailable
 from app.memory.index import Filters
 from app.services.settings_ledger import setting_label, value_text
 
@@ -50,7 +50,7 @@ class BriefCancelled(Exception):
 
 
 class BriefFailed(RecordError):
-    """The brief could not be written (no model, Ollama gone …); nothing was written. Plain words."""
+    """The brief could not be written (no model, the model server gone …); nothing was written. Plain words."""
 
 
 class NothingNew(BriefFailed):
@@ -104,8 +104,8 @@ class BriefBuilder:
         self.conversation = conversation
         self.memory = conversation.memory
         self.ledger = conversation.ledger
-        self.backend = conversation.backend
         self._stream = None
+        self._num_ctx = conversation.settings.num_ctx
         self._call_mode: Mode | None = None
         self._lock = threading.Lock()
 
@@ -170,7 +170,8 @@ class BriefBuilder:
                              f"the brief is unchanged ({store.folder / BRIEF_FILE})", since)
         settings = self.ledger.current(project)
         settings_lines = [self._line(cur) for cur in settings]
-        the_plan = plan_.plan(messages, self.conversation.settings.num_ctx)
+        self._num_ctx = self._window()
+        the_plan = plan_.plan(messages, self._num_ctx)
         domains = the_plan.domains
         merges = sum(1 for d in domains if len(the_plan.of(d)) > 1)
         total = len(the_plan.chunks) + merges + (1 if domains else 0)
@@ -199,7 +200,7 @@ class BriefBuilder:
             if domains:
                 progress(step, total, "Writing the master brief")
                 written = self._call(plan_.reduce_messages(project, day, notes, settings_lines,
-                                                           self.conversation.settings.num_ctx),
+                                                           self._num_ctx),
                                      plan_.REDUCE_ANSWER_TOKENS, cancel, progress, step, total, wait_for_model)
                 calls += 1
                 step += 1
@@ -349,6 +350,16 @@ class BriefBuilder:
                 + result.sections.get(plan_.SECTIONS[0], "")[:1500]
                 + (f"\nCurrent settings: {settings}" if settings else ""))
 
+    @property
+    def backend(self):
+        """The conversation's model server (the artist may switch servers between two briefs)."""
+        return self.conversation.backend
+
+    def _window(self) -> int:
+        """The brief's requests are packed for the GPU window, but never more than the server takes."""
+        budget_for = getattr(self.conversation, "budget_for", None)
+        return budget_for(Mode.GPU, self.conversation.model).num_ctx if budget_for else self.conversation.settings.num_ctx
+
     # ---- one model call ------------------------------------------------------------------------------
     def _mode_changed(self, mode: Mode) -> None:
         with self._lock:
@@ -380,9 +391,9 @@ class BriefBuilder:
                 if c.mode is not mode:
                     continue
                 try:
-                    stream = self.backend.chat(c.model, messages, num_ctx=c.settings.num_ctx, cpu=mode is Mode.CPU,
+                    stream = self.backend.chat(c.model, messages, num_ctx=self._num_ctx, cpu=mode is Mode.CPU,
                                                num_predict=answer_tokens)
-                except OllamaUnavailable as exc:
+                except ModelServerUnavailable as exc:
                     raise NoModel(f"the brief could not be written: {exc}") from None
                 with self._lock:
                     self._stream, self._call_mode = stream, mode
@@ -394,7 +405,7 @@ class BriefBuilder:
                             stream.cancel()
                     text = stream.text
                     cut = stream.cancelled
-                except OllamaUnavailable as exc:
+                except ModelServerUnavailable as exc:
                     if cancel.is_set() or c.mode is not mode:
                         cut, text = True, ""
                     else:

@@ -1,9 +1,10 @@
 """Conversation: the core loop — point, fetch, answer, commit — shared by the terminal and the app.
 
 Each turn the question is committed at once, the memory is searched, a fixed-size window is
-packed (app.core.context) and the reply streams from Ollama; the finished turn goes to the
+packed (app.core.context) and the reply streams from the model server (Ollama, or any
+OpenAI-compatible server: :mod:`app.llm.servers`); the finished turn goes to the
 commit queue and ``ask`` returns without waiting for it. No history and no KV ``context`` is
-carried between calls. Without a model (recall mode, or Ollama away) the answer is quoted from
+carried between calls. Without a model (recall mode, or the server away) the answer is quoted from
 memory. ``ask`` runs on the caller's thread (a worker in the app); ``cancel`` may come from any
 thread. Qt-free.
 """
@@ -26,8 +27,11 @@ from app.core.context import RECENT_TURNS, Budget, Ingredients, Seen, Window, pa
 from app.core.recall import recall_answer
 from app.core.records import MAX_MESSAGE_CHARS, Memory, Message, RecordError, check_text, clean_output, new_id, now_ms
 from app.core.tokens import Calibration, clip, estimate_messages
-from app.llm.backend import ChatChunk, ChatStream, ModelInfo, OllamaBackend, ToolCall
-from app.llm.errors import ModelMissing, NotRunning, OllamaUnavailable, OutOfMemory, StreamCut
+from app.llm.errors import (ContextTooSmall, ModelMissing, ModelServerUnavailable, NotCompatible, NotRunning,
+                            OutOfMemory, StreamCut)
+from app.llm.model_server import ChatChunk, ModelInfo, ModelServer, ToolCall
+from app.llm.servers import connect
+from app.llm.stream import ChatStream
 from app.memory.index import Filters
 from app.memory.turn_notes import OP_TURN_SOURCES
 from app.services.turn_extras import sources_of
@@ -64,7 +68,7 @@ class TurnResult:
     memories: tuple[Memory, ...] = ()  # what Kelvin looked at (also in recall mode)
     recalled: tuple[Message, ...] = ()
     settings: tuple[str, ...] = ()
-    prompt_tokens: int | None = None  # Ollama's prompt_eval_count
+    prompt_tokens: int | None = None  # the server's own count of the prompt's tokens (Ollama's prompt_eval_count)
     tool_log: list[str] = field(default_factory=list)
     stored: tuple[Future, ...] = ()  # the question's and the reply's commits (done when on disk)
     greeting: str = ""  # the first turn of a new day: "Resuming from the brief of …"
@@ -85,6 +89,7 @@ class _Turn:
     model: str
     mode: Mode
     stop: threading.Event
+    budget: Budget  # the window's size for this mode and this server
     answer_id: str = field(default_factory=new_id)  # the reply's id, from its first checkpoint to its end
     streamed: list = field(default_factory=lambda: [0, 0.0])  # [characters journaled so far, when (monotonic)]
 
@@ -93,15 +98,16 @@ CHECKPOINT_S = 0.5  # a streaming reply is journaled at least this often: a kill
 
 
 class Conversation:
-    def __init__(self, settings: Config, memory: MemoryService, backend: OllamaBackend | None = None, *,
+    def __init__(self, settings: Config, memory: MemoryService, backend: ModelServer | None = None, *,
                  projects: Projects | None = None, mode: Mode = Mode.GPU, settings_lookup: SettingsLookup | None = None):
         self.settings = settings
         self.memory = memory
-        self.backend = backend or OllamaBackend(settings.ollama_host, settings.ollama_timeout_s)
+        self.backend: ModelServer = backend or connect(settings)
         self._own_backend = backend is None
         self.projects = projects or Projects(memory)
         self.model = settings.chat_model
-        self.budget = Budget(num_ctx=settings.num_ctx)
+        self.budget = Budget(num_ctx=settings.num_ctx)  # the window on the GPU (CPU mode: budget_for)
+        self._context_limit: dict[str, int] = {}  # model → the most tokens its server takes per request
         self.mode = mode
         self.ledger = SettingsLedger(memory)
         self.settings_lookup = settings_lookup or self.ledger.relevant
@@ -159,6 +165,22 @@ class Conversation:
             self.memory.open(info.name)
             self.project = info.name
 
+    def use_server(self, backend: ModelServer, model: str = "") -> None:
+        """Talk to another model server (and ``model`` on it) from the next turn on; any thread. A reply
+        streaming now stops (kept, marked as stopped); what was learned about the old server's models
+        (their context, their tokenizer's calibration stays: it belongs to the model) is forgotten."""
+        self.cancel("Kelvin switched to another model server")
+        self._stop_background(wait=True)
+        with self._inference:
+            old, own = self.backend, self._own_backend
+            self.backend, self._own_backend = backend, True
+            self._model_info.clear()
+            self._context_limit.clear()
+            self.model = model or self.model
+        log.info("now talking to %s at %s (chat model %s)", backend.kind, backend.host, self.model)
+        if own:
+            old.close()
+
     def set_mode(self, mode: Mode | str, reason: str = "") -> None:
         """Any thread (the artist, the VRAM guard). A summary in the background stops at once; a
         reply already streaming finishes in the mode it started in unless cancelled."""
@@ -202,7 +224,7 @@ class Conversation:
     def ask(self, text: str, on_token: Callable[[str], None] = lambda s: None, *, fallback: bool = True) -> TurnResult:
         """One turn. ``fallback``: answer from memory when the model cannot (else status "failed").
 
-        Whatever happens after the question is accepted — a cancel, Ollama vanishing, a bug — the
+        Whatever happens after the question is accepted — a cancel, the server vanishing, a bug — the
         question and a reply with its status are committed and the rolling window moves on."""
         cmd = commands.parse(text)
         if cmd is not None:
@@ -237,8 +259,7 @@ class Conversation:
                                       (self.fix_words or {}).get("recall", "Recall mode: answering from memory, no model."))
             else:
                 result = self._answer(turn, question, recent, recalled, memories, settings, on_token, repeats)
-                if result.status == "failed" and fallback and result.error_kind in ("not_running", "model_missing",
-                                                                                    "out_of_memory"):
+                if result.status == "failed" and fallback and result.error_kind in self.FALLBACK:
                     reason = self._why_from_memory(result)
                     failed = result
                     result = self._recall(question, recalled, memories, settings, reason)
@@ -254,7 +275,19 @@ class Conversation:
 
     def _new_turn(self, stop: threading.Event | None = None) -> _Turn:
         return _Turn(id=new_id("t"), project=self.project, conversation_id=self.conversation_id, model=self.model,
-                     mode=self.mode, stop=stop or threading.Event())
+                     mode=self.mode, stop=stop or threading.Event(), budget=self.budget_for(self.mode, self.model))
+
+    def budget_for(self, mode: Mode, model: str) -> Budget:
+        """The window for a turn: ``num_ctx`` on the GPU, the smaller ``cpu_num_ctx`` on the CPU (where a
+        model reads its prompt many times slower), and never more than the server takes per request."""
+        size = self.settings.cpu_num_ctx if mode is Mode.CPU else self.budget.num_ctx
+        limit = self._context_limit.get(model)
+        if limit is None:
+            info = self._info(model) if mode is not Mode.RECALL else None
+            limit = info.context_length if info and info.context_length else 0
+        if limit and limit < size:
+            size = max(1024, limit)
+        return self.budget if size == self.budget.num_ctx else replace(self.budget, num_ctx=size)
 
     def _watch(self, stored: Future, what: str) -> None:
         """A commit failing in the background (disk full, project locked) must not go unnoticed."""
@@ -304,14 +337,19 @@ class Conversation:
     # what the front end says to fix a missing model, in its own words (the window: its Setup panel);
     # None: the error's own words (the terminal's: `ollama serve`, `ollama pull …`)
     fix_words: dict[str, str] | None = None
-    SHORT_WHY = {"not_running": "Ollama is not running", "model_missing": "the chat model is not in Ollama",
-                 "out_of_memory": "the model does not fit in memory right now"}
+    FALLBACK = ("not_running", "model_missing", "out_of_memory", "context")  # answered from memory instead
+
+    def short_why(self, kind: str) -> str:
+        label = self.backend.label
+        return {"not_running": f"{label} is not running", "model_missing": f"the chat model is not in {label}",
+                "out_of_memory": "the model does not fit in memory right now",
+                "context": f"{label} takes fewer tokens per request than Kelvin's smallest window"}.get(kind, kind)
 
     def _why_from_memory(self, failed: TurnResult) -> str:
         """The one line that says why this answer comes from memory, and the fix."""
         if self.fix_words and failed.error_kind in self.fix_words:
-            return f"{self.SHORT_WHY[failed.error_kind].capitalize()}, so this answer comes from memory. " \
-                   f"{self.fix_words[failed.error_kind]}"
+            return f"{self.short_why(failed.error_kind)[:1].upper()}{self.short_why(failed.error_kind)[1:]}, so this " \
+                   f"answer comes from memory. {self.fix_words[failed.error_kind]}"
         return f"{failed.error.rstrip('. ')}. Answering from memory meanwhile."
 
     def _recall(self, question: Message, recalled, memories, settings, reason: str) -> TurnResult:
@@ -361,14 +399,26 @@ class Conversation:
                             settings=settings)
         parts: list[str] = []
         try:
-            self._converse(turn, question, recent, recalled, memories, settings, on_token, result, parts, repeats)
+            try:
+                self._converse(turn, question, recent, recalled, memories, settings, on_token, result, parts, repeats)
+            except ContextTooSmall as exc:  # the server holds less than the window: pack one that fits, once
+                limit = exc.limit or turn.budget.num_ctx // 2  # it did not say how much: try half
+                if parts or not 1024 <= limit < turn.budget.num_ctx:
+                    raise
+                log.info("%s takes %d tokens per request; packing %s's window to fit", self.backend.label, limit,
+                         turn.model)
+                self._context_limit[turn.model] = limit
+                turn = replace(turn, budget=self.budget_for(turn.mode, turn.model))
+                self._converse(turn, question, recent, recalled, memories, settings, on_token, result, parts, repeats)
+        except ContextTooSmall as exc:
+            result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), "context"
         except StreamCut as exc:
             result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), "cut"
         except ModelMissing as exc:
             result.status, result.error, result.error_kind = "failed", str(exc), "model_missing"
-        except NotRunning as exc:  # gone mid-reply: what came is kept, as cut
+        except (NotRunning, NotCompatible) as exc:  # gone mid-reply: what came is kept, as cut
             result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), "not_running"
-        except OllamaUnavailable as exc:
+        except ModelServerUnavailable as exc:
             kind = "out_of_memory" if isinstance(exc, OutOfMemory) else "server"
             result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), kind
         except Exception as exc:  # noqa: BLE001 — a bug (or a broken on_token) must not lose the turn
@@ -405,7 +455,7 @@ class Conversation:
                              "tool_calls": [{"function": {"name": c.name, "arguments": c.arguments}} for c in calls]})
             # tool results share what the answer's reserve can spare; the answer keeps the rest
             used = cal.scale(estimate_messages(messages) + (schemas if offer else 0))
-            spare = self.budget.num_ctx - used - self.budget.reserve // 2
+            spare = turn.budget.num_ctx - used - turn.budget.reserve // 2
             each = spare // len(calls)
             for call in calls:
                 if each < 48:
@@ -416,7 +466,7 @@ class Conversation:
                 messages.append({"role": "tool", "tool_name": call.name, "content": reply})
             offer = offer and each >= 48 and round_ + 1 < tools.MAX_TOOL_ROUNDS
             used = cal.scale(estimate_messages(messages) + (schemas if offer else 0))
-            num_predict = max(64, self.budget.num_ctx - used - self.budget.num_ctx // 32)
+            num_predict = max(64, turn.budget.num_ctx - used - turn.budget.num_ctx // 32)
 
     def _window(self, turn: _Turn, text: str, question_id: str, recent, recalled, memories, settings,
                 repeats: int = 0) -> Window:
@@ -430,7 +480,7 @@ class Conversation:
                                       question_id=question_id, brief=brief, settings=settings, memories=memories,
                                       recalled=recalled, recent=tuple(recent), notes=dict(self._notes),
                                       repeats=repeats,
-                                      tools=tools.SCHEMA_TOKENS if tools_on else 0), self.budget, cal)
+                                      tools=tools.SCHEMA_TOKENS if tools_on else 0), turn.budget, cal)
             if window.tools == tools_on:
                 return window
             tools_on = False  # the window is too small for the schemas: no tools, and no word of them
@@ -438,9 +488,9 @@ class Conversation:
     def _stream_once(self, messages, num_predict, turn: _Turn, tools_on: bool, parts: list[str], on_token, *,
                      kind: str, stop: threading.Event) -> tuple[ChatChunk | None, list[ToolCall]]:
         """One streamed call; text goes to ``parts`` and ``on_token``. Returns the final chunk and
-        the tool calls (Ollama may stream them in a chunk of their own)."""
+        the tool calls (a server may stream them in a chunk of their own)."""
         stream = self.backend.chat(turn.model, messages, tools=tools.SCHEMAS if tools_on else None,
-                                   num_ctx=self.budget.num_ctx, cpu=turn.mode is Mode.CPU, num_predict=num_predict)
+                                   num_ctx=turn.budget.num_ctx, cpu=turn.mode is Mode.CPU, num_predict=num_predict)
         self._stream = (kind, stream)  # published before the check below: a cancel sees one or the other
         self._streaming_mode = turn.mode
         final, calls = None, []
@@ -481,12 +531,12 @@ class Conversation:
         self._watch(self.memory.writer.submit(turn.project, [(OP_REPLY_PART, part)]), "reply so far")
 
     def _info(self, model: str) -> ModelInfo | None:
-        """The chat model's capabilities (asked once; unknown if Ollama cannot say)."""
+        """The chat model's capabilities (asked once; unknown if the server cannot say)."""
         if model not in self._model_info:
             try:
                 self._model_info[model] = self.backend.show(model)
-            except OllamaUnavailable as exc:
-                log.info("cannot ask Ollama about %s: %s", model, exc)
+            except ModelServerUnavailable as exc:
+                log.info("cannot ask %s about %s: %s", self.backend.label, model, exc)
                 return None
         return self._model_info[model]
 
@@ -569,7 +619,7 @@ class Conversation:
         the rules missed."""
         if turn.mode is Mode.RECALL or self.mode is Mode.RECALL:
             return
-        share = int((self.budget.num_ctx - self.budget.answer) * self.budget.recent_share * 0.5)
+        share = int((turn.budget.num_ctx - turn.budget.answer) * turn.budget.recent_share * 0.5)
         cal = self.calibration.setdefault(turn.model, Calibration())
         summaries = [m for m in (self._recent or []) if m.id not in self._notes and cal.tokens(m.text) > share]
         extract = list(messages) if self.settings.extract_model else []
@@ -595,13 +645,14 @@ class Conversation:
             mode = self.mode  # the mode now, not the turn's: the guard may have moved Kelvin off the GPU
             if stop.is_set() or mode is Mode.RECALL:
                 return False
-            body, _ = clip(m.text, int(self.budget.num_ctx // 2 / cal.ratio))
+            body, _ = clip(m.text, int(self.budget_for(mode, turn.model).num_ctx // 2 / cal.ratio))
             parts: list[str] = []
             try:
                 self._stream_once([{"role": "system", "content": SUMMARY_PROMPT},
                                    {"role": "user", "content": body}], 200,
-                                  replace(turn, mode=mode), False, parts, lambda s: None, kind="summary", stop=stop)
-            except OllamaUnavailable as exc:
+                                  replace(turn, mode=mode, budget=self.budget_for(mode, turn.model)), False, parts,
+                                  lambda s: None, kind="summary", stop=stop)
+            except ModelServerUnavailable as exc:
                 log.info("no summary for %s: %s", m.id, exc)
                 return False
             except Exception:  # noqa: BLE001 — a summary is a nicety; the extractive note stands in
@@ -637,7 +688,7 @@ class Conversation:
                 finally:
                     self._stream = None
                     stream.close()
-            except OllamaUnavailable as exc:
+            except ModelServerUnavailable as exc:
                 log.info("no model pass over %s: %s", m.id, exc)
                 return False
             except Exception:  # noqa: BLE001 — the rules' result stands
@@ -685,9 +736,12 @@ class Conversation:
             return done("\n".join(f"- ({m.category}, {when(m.ts_ms)}) {m.text}" for m in mems))
         if cmd.name == "mode":
             self.set_mode(cmd.arg, "artist")
+            cpu = (f" — the model runs on the CPU with a {self.settings.cpu_num_ctx:,}-token window; the render keeps "
+                   "the VRAM (slower answers)." if self.backend.cpu_mode else
+                   f" — a {self.settings.cpu_num_ctx:,}-token window for quicker answers; {self.backend.label} "
+                   "decides itself where its model runs (Kelvin cannot move it off the GPU).")
             return done(f"Mode: {self.mode.value}" + {
-                Mode.GPU: " — the model runs on the GPU.",
-                Mode.CPU: " — the model runs on the CPU; the render keeps the VRAM (slower answers).",
+                Mode.GPU: " — the model runs on the GPU.", Mode.CPU: cpu,
                 Mode.RECALL: " — no model; answers are quoted from memory."}[self.mode])
         if cmd.name == "project":
             if cmd.create:  # "/project new NAME": made only when asked

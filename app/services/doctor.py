@@ -1,7 +1,7 @@
 """Doctor: is everything Kelvin needs in place, and if not, what to do about it.
 
-Checks Ollama (reachable, version), the chat and embedding models, NVML, the data folder and the
-project's memory. Each check gives a status and, for every problem, the fix in one line. Used by
+Checks the model server (Ollama or an OpenAI-compatible one: reachable, which one), the chat and
+embedding models, NVML, the data folder and the project's memory. Each check gives a status and, for every problem, the fix in one line. Used by
 ``kelvin doctor`` and by the app's first-run panel. Qt-free; it only reads.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.gpu import nvml
-from app.llm.backend import OllamaBackend
-from app.llm.errors import OllamaUnavailable
+from app.llm.errors import ModelServerUnavailable
+from app.llm.model_server import ModelServer
 from app.config import Config
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
@@ -33,10 +33,10 @@ class Check:
         return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix, "pull": self.pull}
 
 
-def run(settings: Config, backend: OllamaBackend, memory=None) -> list[Check]:
+def run(settings: Config, backend: ModelServer, memory=None) -> list[Check]:
     """Every check, in the order an artist would fix them. ``memory``: a MemoryService, to check
     the project's store (left out when None)."""
-    checks = _ollama(settings, backend)
+    checks = _ollama(settings, backend) if backend.kind == "ollama" else _openai(settings, backend)
     checks.append(_gpu())
     checks.append(data_folder(settings.data_path()))
     if memory is not None:
@@ -45,6 +45,55 @@ def run(settings: Config, backend: OllamaBackend, memory=None) -> list[Check]:
     if settings.team_server.strip():
         checks.append(team_server(settings))
     return checks
+
+
+SERVER = "model server"  # the check's name for an OpenAI-compatible server (Ollama's is "Ollama")
+OPENAI_START = ("start the server (LM Studio: Developer → Start Server, or `lms server start`; llama.cpp: "
+                "`llama-server -m MODEL.gguf --port 8080`); if it runs elsewhere, set KELVIN_OPENAI_URL "
+                "(LM Studio: http://127.0.0.1:1234/v1, llama-server: http://127.0.0.1:8080/v1). Until then Kelvin "
+                "answers from memory (recall mode).")
+
+
+def _openai(settings: Config, backend: ModelServer) -> list[Check]:
+    """An OpenAI-compatible server: it answers as one, has the chat model (with the context it
+    holds), the embedder, and whether the VRAM guard can unload through it."""
+    host = settings.openai_url
+    try:
+        version = backend.version()
+        installed = backend.list()
+    except ModelServerUnavailable as exc:
+        return [Check(SERVER, FAIL, str(exc), OPENAI_START)]
+    out = [Check(SERVER, OK, f"{version} at {host} (OpenAI-compatible)")]
+    model = settings.chat_model
+    if model in installed:
+        try:
+            info = backend.show(model)
+        except ModelServerUnavailable as exc:
+            out.append(Check("chat model", WARN, f"{model} is listed but {backend.label} cannot describe it: {exc}"))
+        else:
+            tools = "can use memory tools" if info.supports_tools else "no tool calls: use /remember and /forget"
+            ctx = info.context_length
+            if ctx and ctx < settings.num_ctx:
+                out.append(Check("chat model", WARN, f"{model} ({tools}); {backend.label} holds {ctx:,} tokens per "
+                                 f"request, less than Kelvin's window of {settings.num_ctx:,}: Kelvin packs "
+                                 f"{max(1024, ctx):,}", f"load the model with a context of {settings.num_ctx:,} "
+                                 "(llama-server -c; LM Studio: Context Length) for the whole window"))
+            else:
+                out.append(Check("chat model", OK, f"{model} ({tools}" + (f", {ctx:,} tokens of context)" if ctx else ")")))
+    else:
+        others = ", ".join(sorted(installed)[:6]) or "none"
+        out.append(Check("chat model", FAIL, f"{backend.label} has no model {model} (it has: {others})",
+                         f"load {model} in {backend.label}, or set KELVIN_CHAT_MODEL to a model it has"))
+    out.append(_embedder(settings, backend))
+    try:
+        cannot = backend.unload_problem()
+    except ModelServerUnavailable:
+        cannot = ""
+    if cannot:
+        out.append(Check("unloading", INFO, cannot))
+    return out
+
+
 
 
 SKEW_WARN_MS = 5_000
@@ -80,18 +129,18 @@ def team_server(settings: Config) -> Check:
     return Check("team server", OK, detail)
 
 
-def _ollama(settings: Config, backend: OllamaBackend) -> list[Check]:
+def _ollama(settings: Config, backend: ModelServer) -> list[Check]:
     host = settings.ollama_host
     try:
         version = backend.version()
-    except OllamaUnavailable as exc:
+    except ModelServerUnavailable as exc:
         return [Check("Ollama", FAIL, str(exc),
                       "start Ollama (`ollama serve`, or open the Ollama app); if it runs on another machine, "
                       "set KELVIN_OLLAMA_HOST=http://host:11434. Until then Kelvin answers from memory (recall mode).")]
     out = [Check("Ollama", OK, f"Ollama {version} at {host}")]
     try:
         installed = backend.list()
-    except OllamaUnavailable as exc:
+    except ModelServerUnavailable as exc:
         return out + [Check("models", FAIL, str(exc), "check the Ollama server's log")]
     model = settings.chat_model
     if backend.has_model(model):
@@ -99,7 +148,7 @@ def _ollama(settings: Config, backend: OllamaBackend) -> list[Check]:
             info = backend.show(model)
             tools = "can use memory tools" if info.supports_tools else "no tool calls: use /remember and /forget"
             out.append(Check("chat model", OK, f"{model} ({info.parameter_size}, {tools})"))
-        except OllamaUnavailable as exc:
+        except ModelServerUnavailable as exc:
             out.append(Check("chat model", WARN, f"{model} is installed but Ollama cannot describe it: {exc}"))
     else:
         others = ", ".join(sorted(installed)[:6]) or "none"
@@ -110,12 +159,32 @@ def _ollama(settings: Config, backend: OllamaBackend) -> list[Check]:
     return out
 
 
-def _embedder(settings: Config, backend: OllamaBackend) -> Check:
+def _embedder(settings: Config, backend: ModelServer) -> Check:
     spec = settings.embedder
     kind, _, name = spec.partition(":")
     if spec == "none":
         return Check("embedder", INFO, "none: search is full-text only (exact words)",
-                     "for search by meaning: `ollama pull nomic-embed-text` and KELVIN_EMBEDDER=ollama:nomic-embed-text")
+                     "for search by meaning: `ollama pull nomic-embed-text` and KELVIN_EMBEDDER=ollama:nomic-embed-text"
+                     if backend.kind == "ollama" else
+                     f"for search by meaning: load an embedding model in {backend.label} and set "
+                     "KELVIN_EMBEDDER=openai:<its name>")
+    if kind != backend.kind and kind in ("ollama", "openai"):  # embeddings from the other kind of server
+        from dataclasses import replace
+
+        from app.llm.servers import connect
+
+        other = connect(replace(settings, model_server=kind), timeout_s=min(settings.ollama_timeout_s, 10.0))
+        try:
+            return _embedder(settings, other)
+        except ModelServerUnavailable as exc:
+            return Check("embedder", WARN, f"{spec}: {exc}; search is full-text only until it answers")
+        finally:
+            other.close()
+    if kind == "openai":
+        if backend.has_model(name):
+            return Check("embedder", OK, f"{name} through {backend.label}")
+        return Check("embedder", WARN, f"{backend.label} has no model {name}; search is full-text only until it has",
+                     f"load {name} in {backend.label}, or set KELVIN_EMBEDDER to one it has, or 'none'")
     if kind == "ollama":
         if backend.has_model(name):
             return Check("embedder", OK, f"{name} through Ollama")
@@ -140,9 +209,9 @@ def _gpu() -> Check:
 
 
 def blocking(checks: list[Check]) -> list[Check]:
-    """What keeps Kelvin from answering with the model: Ollama down or the chat model missing.
+    """What keeps Kelvin from answering with the model: its server down or the chat model missing.
     (Recall mode still works; everything else only limits Kelvin.)"""
-    return [c for c in checks if c.status == FAIL and c.name in ("Ollama", "models", "chat model")]
+    return [c for c in checks if c.status == FAIL and c.name in ("Ollama", SERVER, "models", "chat model")]
 
 
 def data_folder(path: Path) -> Check:

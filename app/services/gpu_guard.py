@@ -1,7 +1,12 @@
 """The VRAM guard at work (Qt-free): a sampler reads the GPU, the policy (:mod:`app.core.vram`)
-decides, and the actions run — unload every model Kelvin loaded (``keep_alive: 0``, confirmed with
-``ps``), move the conversation to the CPU or to recall, stop a reply streaming on the GPU (its
-partial text is kept), tell the artist; and, when the render is over, go back.
+decides, and the actions run — unload every model Kelvin loaded (Ollama: ``keep_alive: 0``;
+llama.cpp's router and LM Studio: their unload calls; confirmed with ``ps``), move the conversation
+to the CPU or to recall, stop a reply streaming on the GPU (its partial text is kept), tell the
+artist; and, when the render is over, go back. A server that cannot unload on request (llama.cpp
+started with one model, older LM Studio, Jan, vLLM) is not pretended to: the guard says so when it
+yields, in the GPU view and in the tray. A server that cannot keep one request off the GPU (any
+OpenAI-compatible one) gets recall instead of CPU mode while a render runs — its next answer would
+load the model onto the GPU again.
 
 One thread samples (every ``gpu_interval_ms``) and owns the policy; the actions run on a single
 worker of their own, so a slow Ollama never stalls the sampling, and report back through the
@@ -25,13 +30,15 @@ from app.core.commands import Mode
 from app.durable import open_append, write_all
 from app.core.vram import (OFF, RESUME, UNLOAD, GuardConfig, Sample, Transition, VramPolicy, mb_text,
                            renderer_label, renderer_names)
-from app.llm.backend import OllamaBackend, full_name
-from app.llm.errors import OllamaUnavailable, remote
+from app.llm.backend import full_name
+from app.llm.errors import ModelServerUnavailable, remote
+from app.llm.model_server import ModelServer
+from app.llm.servers import connect
 from app.config import Config
 
 log = logging.getLogger("kelvin.gpu")
 
-PS_EVERY_S = 2.0  # how often Kelvin asks Ollama what its models hold on the GPU
+PS_EVERY_S = 2.0  # how often Kelvin asks the model server what its models hold on the GPU
 
 
 class SampleSource(Protocol):
@@ -62,14 +69,14 @@ def config_from(settings: Config) -> GuardConfig:
 
 
 class GpuGuard:
-    def __init__(self, settings: Config, source: SampleSource | None, *, backend: OllamaBackend | None = None,
+    def __init__(self, settings: Config, source: SampleSource | None, *, backend: ModelServer | None = None,
                  conversation=None, embedder=None, notify: Callable[[str, str], None] | None = None,
                  log_path: Path | None = None, synchronous: bool = False, config: GuardConfig | None = None):
         self.settings = settings
         self.source = source
         self.policy = VramPolicy(config or config_from(settings))
-        # a short timeout of its own: a hung Ollama must not hold the guard for half a minute
-        self.backend = backend or OllamaBackend(settings.ollama_host, timeout_s=3.0)
+        # a short timeout of its own: a hung server must not hold the guard for half a minute
+        self.backend: ModelServer = backend or connect(settings, timeout_s=3.0)
         self._own_backend = backend is None
         self.conversation = conversation
         self.embedder = embedder
@@ -81,6 +88,7 @@ class GpuGuard:
         self.on_event: list[Callable[[GuardEvent], None]] = []
         self.on_sample: list[Callable[[Sample], None]] = []
         self._mode_before: Mode | None = None  # the conversation's mode before the guard moved it
+        self._moved_to: Mode | None = None  # the mode the guard moved it to
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
         self._actions = None if synchronous else ThreadPoolExecutor(1, thread_name_prefix="kelvin-gpu-action")
         self._stop = threading.Event()
@@ -89,21 +97,33 @@ class GpuGuard:
         self._told_off = False
         # Ollama on another machine (the studio's GPU box): its models are not on this GPU, so a
         # local render never makes Kelvin unload them; the guard says so instead
-        self.remote = remote(settings.ollama_host)
+        self.remote = remote(settings.model_host)
 
     # ---- what Kelvin has on the GPU ----------------------------------------------------------------
+    def _key(self, name: str) -> str:
+        return full_name(name) if self.backend.kind == "ollama" else name
+
     def models(self) -> list[str]:
         """The models Kelvin itself uses (the only ones it unloads): chat, embedding, extraction."""
         names = [getattr(self.conversation, "model", "") or self.settings.chat_model, self.settings.extract_model]
         spec = getattr(self.embedder, "spec", "") or self.settings.embedder
-        if spec.startswith("ollama:"):
-            names.append(spec.split(":", 1)[1] or "nomic-embed-text")
-        return list(dict.fromkeys(full_name(n) for n in names if n))
+        kind, _, name = spec.partition(":")
+        if kind == self.backend.kind:  # an embedder on the same server as the chat
+            names.append(name or "nomic-embed-text")
+        return list(dict.fromkeys(self._key(n) for n in names if n))
+
+    def unload_problem(self) -> str:
+        """"" when the server frees Kelvin's models on request; else why not, in a sentence (asks the
+        server: not on the UI thread)."""
+        try:
+            return self.backend.unload_problem()
+        except ModelServerUnavailable:
+            return ""  # not running: nothing of Kelvin's is loaded; said elsewhere
 
     def _held(self) -> list[tuple[str, int]]:
-        """Kelvin's models Ollama has loaded now, with the VRAM (bytes) each holds."""
+        """Kelvin's models the server has loaded now, with the VRAM (bytes) each holds (0: it does not say)."""
         mine = set(self.models())
-        return [(m.name, m.size_vram) for m in self.backend.ps() if full_name(m.name) in mine]
+        return [(m.name, m.size_vram) for m in self.backend.ps() if self._key(m.name) in mine]
 
     def _refresh_held(self, now: float) -> None:
         if self.remote:
@@ -114,8 +134,15 @@ class GpuGuard:
         self._next_ps = now + PS_EVERY_S
         try:
             self.policy.set_kelvin_vram(sum(v for _, v in self._held()) // 2**20)
-        except OllamaUnavailable:
-            self.policy.set_kelvin_vram(0)  # no Ollama, nothing of Kelvin's on the GPU
+        except ModelServerUnavailable:
+            self.policy.set_kelvin_vram(0)  # no server, nothing of Kelvin's on the GPU
+
+    def use_server(self, backend: ModelServer) -> None:
+        """Unload through another model server from now on (the artist switched servers)."""
+        old, own = self.backend, self._own_backend
+        self.backend, self._own_backend = backend, True
+        if own:
+            old.close()
 
     # ---- the loop ------------------------------------------------------------------------------------
     def start(self) -> "GpuGuard":
@@ -212,7 +239,7 @@ class GpuGuard:
     def _safely(act, tr: Transition) -> tuple[bool, str]:
         try:
             return act(tr)
-        except OllamaUnavailable as exc:
+        except ModelServerUnavailable as exc:
             return False, str(exc)
         except Exception as exc:  # noqa: BLE001 — the guard carries on; the log has the details
             log.exception("a VRAM guard action failed")
@@ -237,37 +264,51 @@ class GpuGuard:
         """Leave the GPU: first stop anything new from loading a model there, then unload."""
         who = renderer_label(self.policy.pressure.renderer) if self.policy.pressure.renderer else ""
         if self.remote:  # the model is on the studio's server: this GPU is the render's already
-            host = self.settings.ollama_host
+            host = self.settings.model_host
             self.notify("Render detected" + (f" in {who}" if who else ""),
                         f"Kelvin's model runs on the studio's model server ({host}), not on this GPU: nothing to "
                         "unload, and Kelvin keeps answering.")
             return True, f"the model is on the studio's model server ({host}): nothing of Kelvin's on this GPU"
         c = self.conversation
+        label = self.backend.label
         yield_mode = Mode.parse(self.settings.yield_mode)
+        if yield_mode is Mode.CPU and not self.backend.cpu_mode:
+            yield_mode = Mode.RECALL  # its next answer would load the model onto the GPU again
         if c is not None:
             if c.mode is Mode.GPU:
-                self._mode_before = Mode.GPU
+                self._mode_before, self._moved_to = Mode.GPU, yield_mode
                 c.set_mode(yield_mode, reason=f"VRAM guard: {tr.reason}")
             if c.replying_on_gpu:
                 c.cancel(reason=f"Kelvin gave the GPU to {'a render in ' + who if who else 'the render'}")
         if self.embedder is not None and hasattr(self.embedder, "cpu"):
             self.embedder.cpu = True
         where = "answering on the CPU" if yield_mode is Mode.CPU else "answering from memory"
+        if yield_mode is not Mode.parse(self.settings.yield_mode):
+            where += f": {label} cannot keep its model off the GPU for Kelvin"
         head = f"Render detected in {who}" if who else "The GPU is short of memory"
         try:
+            cannot = self.backend.unload_problem()
             held = self._held()
+            if cannot:  # say so instead of pretending: the model keeps its VRAM
+                names = ", ".join(name for name, _ in held) or "its model"
+                self.notify("Kelvin yielded the GPU", f"{head}: Kelvin stopped using the model ({where}), but it cannot "
+                            f"free the VRAM: {cannot}.")
+                return False, f"{label} keeps {names} loaded: it cannot unload on request"
             freed = sum(v for _, v in held)
             stuck = [name for name, _ in held if not self.backend.unload(name)]
-        except OllamaUnavailable as exc:  # nothing can be unloaded; the artist still hears what happened
+        except ModelServerUnavailable as exc:  # nothing can be unloaded; the artist still hears what happened
             self.notify("Kelvin yielded the GPU", f"{head}: Kelvin moved off the GPU ({where}); {exc}.")
             raise
         freed_mb = freed // 2**20
-        text = f"{head}: Kelvin moved off the GPU ({where})" + (f", freed {mb_text(freed_mb)}" if freed else "")
+        unloaded = [name for name, _ in held if name not in stuck]
+        text = f"{head}: Kelvin moved off the GPU ({where})" + (
+            f", freed {mb_text(freed_mb)}" if freed else f", unloaded {', '.join(unloaded)}" if unloaded else "")
         if stuck:
-            text += f"; Ollama still holds {', '.join(stuck)}"
+            text += f"; {label} still holds {', '.join(stuck)}"
         self.notify("Kelvin yielded the GPU", text + ".")
-        return not stuck, (f"freed {mb_text(freed_mb)}" if freed else "nothing of Kelvin's was loaded") + (
-            f"; still loaded: {', '.join(stuck)}" if stuck else "")
+        done = (f"freed {mb_text(freed_mb)}" if freed else f"unloaded {', '.join(unloaded)}" if unloaded
+                else "nothing of Kelvin's was loaded")
+        return not stuck, done + (f"; still loaded: {', '.join(stuck)}" if stuck else "")
 
     def _come_back(self, tr: Transition) -> tuple[bool, str]:
         if self.remote:
@@ -275,10 +316,10 @@ class GpuGuard:
         c = self.conversation
         back = ""
         if c is not None and self._mode_before is not None:
-            if c.mode is Mode.parse(self.settings.yield_mode):  # the artist did not pick a mode meanwhile
+            if c.mode is (self._moved_to or Mode.parse(self.settings.yield_mode)):  # the artist did not pick one meanwhile
                 c.set_mode(self._mode_before, reason=f"VRAM guard: {tr.reason}")
                 back = " (GPU mode again)"
-            self._mode_before = None
+            self._mode_before = self._moved_to = None
         if self.embedder is not None and hasattr(self.embedder, "cpu"):  # off the GPU as long as the chat is
             self.embedder.cpu = c is not None and c.mode is not Mode.GPU
         detail = "the model loads again with the next question"

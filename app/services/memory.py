@@ -146,7 +146,8 @@ class MemoryService:
         self._tagger: Tagger | None = tagger
         self._extractor: Extractor | None = None
         self._taxonomy_lock = threading.Lock()
-        self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s)
+        self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s,
+                                               settings.openai_url, settings.openai_api_key)
         self.notices: list[str] = []  # expected problems to tell the artist once (embedder down, …)
         self.lock_patience = 1  # lock_wait_s periods a write waits for another process (the window: more)
         self._stores: dict[str, ProjectStore] = {}

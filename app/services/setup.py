@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from app.llm.backend import OllamaBackend, PullMeter
+from app.llm.errors import ModelServerUnavailable
+from app.llm.model_server import PullMeter
+from app.llm.servers import connect
 from app.services import doctor
 from app.services.doctor import FAIL, Check
 from app.config import Config, env_override, save_setting
@@ -22,6 +24,7 @@ from app.config import Config, env_override, save_setting
 class Findings:
     checks: list[Check]
     ollama_binary: str | None  # `ollama` on the PATH: Kelvin can offer to start it
+    models: tuple[str, ...] = ()  # what the server has (to pick the chat model from, where Kelvin cannot pull)
 
 
 @dataclass(frozen=True)
@@ -39,10 +42,40 @@ class DataChoice:
     override: str  # the environment variable that wins over kelvin.toml, "" if none
 
 
+@dataclass(frozen=True)
+class ServerChoice:
+    settings: Config  # as now saved
+    saved: str  # the kelvin.toml written
+    override: str  # an environment variable that wins over kelvin.toml, "" if none
+
+
 def look(settings: Config) -> Findings:
-    with OllamaBackend(settings.ollama_host, timeout_s=settings.ollama_timeout_s) as backend:
+    backend = connect(settings)
+    models: tuple[str, ...] = ()
+    try:
         checks = doctor.run(settings, backend)
-    return Findings(checks, shutil.which("ollama"))
+        if not backend.can_pull:
+            try:
+                models = tuple(backend.list())
+            except ModelServerUnavailable:
+                pass
+    finally:
+        backend.close()
+    return Findings(checks, shutil.which("ollama") if settings.model_server == "ollama" else None, models)
+
+
+def choose_server(settings: Config, kind: str, url: str) -> ServerChoice:
+    """Save which model server Kelvin talks to (``ollama`` or ``openai``) and its address in
+    kelvin.toml. Kelvin uses it from its next start; the returned settings are checked at once."""
+    from dataclasses import replace
+
+    url = url.strip()
+    field_ = "openai_url" if kind == "openai" else "ollama_host"
+    saved = save_setting("model_server", kind)
+    if url:
+        save_setting(field_, url)
+    override = env_override("model_server") or (env_override(field_) if url else "")
+    return ServerChoice(replace(settings, model_server=kind, **({field_: url} if url else {})), str(saved), override)
 
 
 def pull(settings: Config, model: str, progress: Callable[[PullState], None], cancel) -> bool:
@@ -55,8 +88,11 @@ def pull(settings: Config, model: str, progress: Callable[[PullState], None], ca
         if meter.add(p):
             progress(PullState(meter.percent, p.status, meter.completed, meter.total))
 
-    with OllamaBackend(settings.ollama_host, timeout_s=settings.ollama_timeout_s) as backend:
+    backend = connect(settings)
+    try:
         backend.pull(model, line, cancel=cancel)
+    finally:
+        backend.close()
     return meter.status == "success"
 
 

@@ -21,7 +21,18 @@ FIX_WORDS = {  # a recall answer's fix, in the window's words
     "not_running": "Start Ollama from the Setup panel (Setup… in the header).",
     "model_missing": "Pull {model} from the Setup panel (Setup… in the header).",
     "out_of_memory": "Choose CPU in the mode box, or free VRAM in the GPU view.",
+    "context": "Load the model with a larger context in the model server.",
     "recall": "Memory only (the mode box): answering from memory, without a model."}
+OPENAI_FIX_WORDS = {**FIX_WORDS,  # an OpenAI-compatible server (LM Studio, llama.cpp): Kelvin cannot start or pull
+                    "not_running": "Start the model server, or choose another in the Setup panel (Setup… in the header).",
+                    "model_missing": "Load {model} in the model server, or pick a model it has in the Setup panel "
+                                     "(Setup… in the header)."}
+
+
+def fix_words(c) -> dict[str, str]:
+    """The fixes a recall answer names, for the server the conversation talks to now."""
+    words = FIX_WORDS if c.backend.kind == "ollama" else OPENAI_FIX_WORDS
+    return {k: v.format(model=c.model) for k, v in words.items()}
 
 
 def looked_at(sources: list[dict]) -> list[str]:
@@ -77,8 +88,13 @@ class ChatPresenter(QObject):
         workspace.attached.connect(self._attached)
 
     def _attached(self, services) -> None:
-        c = services.conversation
-        c.fix_words = {k: v.format(model=c.model) for k, v in FIX_WORDS.items()}
+        self.server_switched()
+
+    def server_switched(self) -> None:
+        """The conversation talks to another server (or model) now: its fixes follow."""
+        c = self.workspace.conversation
+        if c is not None:
+            c.fix_words = fix_words(c)
 
     @property
     def busy(self) -> bool:

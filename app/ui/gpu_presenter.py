@@ -1,12 +1,15 @@
 """The window's side of the VRAM guard: the guard's samples, decisions and notifications come from
 its sampler thread through a bridge of Qt signals into the UI thread, where they feed the GPU view,
 and its state goes out as :attr:`GpuPresenter.state_changed` (the header, the tray and the mode box
-follow it). "Free VRAM now" and "Resume" reach the guard from the view and the tray."""
+follow it). "Free VRAM now" and "Resume" reach the guard from the view and the tray. A model server
+that cannot unload on request is said in the view and goes out as :attr:`GpuPresenter.cannot_unload`
+(the tray says it too) instead of the guard pretending to free the VRAM."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
 from app.ui.gpu_view import GpuView
+from app.ui.words import plain_words
 from app.ui.workspace import Workspace
 
 GPU_HEALTH = {"normal": "ok", "yielding": "warn", "yielded": "warn", "recovering": "warn"}
@@ -27,6 +30,7 @@ class GpuPresenter(QObject):
     state_changed = Signal(str, str, str, str)
     watched = Signal(bool, str)  # a GPU is watched (or not, and why)
     notified = Signal(str, str)  # title, text: Kelvin yielded to a render, came back …
+    cannot_unload = Signal(str)  # why the guard cannot unload Kelvin's model on this server ("" when it can)
 
     def __init__(self, view: GpuView, workspace: Workspace, parent=None):
         super().__init__(parent)
@@ -55,6 +59,15 @@ class GpuPresenter(QObject):
         self.view.set_available(True, "")
         self.watched.emit(True, "")
         self._state(guard.policy.state, "")
+        pools = self.workspace.pools
+        pools.run(pools.general, lambda report: guard.unload_problem(), returned=self.show_unload_problem)
+
+    def show_unload_problem(self, cannot: str) -> None:
+        """The model server cannot unload on request (or, "", it can)."""
+        if self.guard is None:
+            return
+        self.view.set_unload_problem(plain_words(cannot))
+        self.cannot_unload.emit(plain_words(cannot))
 
     def free_vram(self) -> None:
         if self.guard is not None:

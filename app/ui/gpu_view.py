@@ -89,6 +89,9 @@ class GpuView(QWidget):
     def __init__(self, renderers: frozenset[str], parent=None):
         super().__init__(parent)
         self.state = QLabel("The VRAM guard is starting …", objectName="guardState", wordWrap=True)
+        self.limit = QLabel(objectName="guardLimit", wordWrap=True)  # what the guard cannot do on this server
+        self.limit.setTextFormat(Qt.TextFormat.PlainText)
+        self.limit.hide()
         self.plot = VramPlot(renderers)
         legend = QLabel('<span style="color:#e07a2f">■</span> renderers &nbsp; <span style="color:#5fa8d3">■</span> '
                         'Kelvin &nbsp; <span style="color:#6b717c">■</span> everything else &nbsp; '
@@ -118,6 +121,7 @@ class GpuView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(self.state)
+        layout.addWidget(self.limit)
         layout.addWidget(self.watching, 1)
         layout.addWidget(self.nothing, 1)
         self.free_button.setEnabled(False)
@@ -137,6 +141,14 @@ class GpuView(QWidget):
                 "<p>It matters only where Octane or Redshift share an NVIDIA card with Kelvin's model: it watches "
                 "the card's memory and, when a render needs it, unloads the model and answers on the CPU or from "
                 "memory until the render is done.</p><p>Everything else in Kelvin works the same without it.</p>")
+
+    def set_unload_problem(self, cannot: str) -> None:
+        """The model server cannot unload on request: a render gets Kelvin's silence, not its VRAM. Said
+        here for as long as it is so ("" takes it away)."""
+        self.limit.setText(f"Kelvin cannot free the VRAM its model holds: {cannot}." if cannot else "")
+        self.limit.setVisible(bool(cannot))
+        self.free_button.setToolTip("Stop using the model until you resume (the server keeps it loaded)" if cannot
+                                    else "Unload Kelvin's models and answer on the CPU until you resume")
 
     def show_state(self, state: str, reason: str) -> None:
         words = {"normal": "Kelvin is on the GPU", "yielding": "Leaving the GPU …", "yielded": "Kelvin is off the GPU",

@@ -118,6 +118,9 @@ class MainWindow(QMainWindow):
         self.guard_watch.state_changed.connect(self._guard_state)
         self.guard_watch.watched.connect(tray.set_gpu)
         self.guard_watch.notified.connect(self.notify)
+        self.guard_watch.cannot_unload.connect(tray.set_unload_problem)
+        self.status.server_switched.connect(self.guard_watch.show_unload_problem)
+        self.status.server_switched.connect(lambda _cannot: self.turns.server_switched())
         self.briefing.notified.connect(self.notify)
         self.turns.model_seen.connect(self.status.model_seen)
         self.status.ollama_changed.connect(self.briefing.model_changed)
@@ -304,6 +307,7 @@ class MainWindow(QMainWindow):
             self.setup_panel.done.connect(self._close_setup)
             self.setup_panel.settings_changed.connect(
                 lambda s: self.statusBar().showMessage(f"Saved; Kelvin uses {s.data_dir} after a restart", 8000))
+            self.setup_panel.server_changed.connect(self.status.use_server)
             self.views.addWidget(self.setup_panel)
             self.tabs.currentChanged.connect(lambda _: self.tabs.show())  # Ctrl+1…4 leave the panel too
         return self.setup_panel

@@ -1,9 +1,10 @@
 """The setup panel: what Kelvin needs, what is missing, and the fix, one row each.
 
-Shown when Ollama is not running or the chat model is missing, and from "Setup…" in the window.
-``app.services.setup`` (the doctor's checks, the pull, saving the data folder) does the work, on
-workers; the panel only shows the answers and offers the fix: start Ollama, pull a model with a
-progress bar, choose the data folder. Nothing here is an error screen: "Continue" always goes on
+Shown when the model server is not running or the chat model is missing, and from "Setup…" in the
+window. ``app.services.setup`` (the doctor's checks, the pull, saving the choices) does the work, on
+workers; the panel only shows the answers and offers the fix: choose the model server (Ollama, or an
+OpenAI-compatible one: LM Studio, llama.cpp …) and its address, start Ollama, pull a model with a
+progress bar (or pick one the server has, where Kelvin cannot pull), choose the data folder. Nothing here is an error screen: "Continue" always goes on
 to the chat (recall mode answers from memory without any model).
 """
 from __future__ import annotations
@@ -16,20 +17,23 @@ from PySide6.QtCore import QProcess, QProcessEnvironment, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QFileDialog, QFrame, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton,
                                QScrollArea, QVBoxLayout, QWidget)
 
-from app.llm.errors import OllamaUnavailable
+from app.llm.errors import ModelServerUnavailable
 from app.services import doctor, setup
 from app.services.doctor import FAIL, INFO, OK, WARN, Check
-from app.services.setup import DataChoice, Findings, PullState
-from app.config import ConfigError
+from app.services.setup import DataChoice, Findings, PullState, ServerChoice
+from app.config import ConfigError, save_setting
+from app.ui.server_chooser import ModelPicker, ServerChooser
 from app.ui.words import plain_words
 from app.ui.worker import Pools, Worker
 
 log = logging.getLogger("kelvin.ui.setup")
 
-ROWS = (("ollama", "Ollama"), ("chat", "Chat model"), ("embedder", "Embedder"), ("gpu", "GPU"),
+ROWS = (("ollama", "Model server"), ("chat", "Chat model"), ("embedder", "Embedder"), ("gpu", "GPU"),
         ("data", "Data folder"))
-_ROW_OF = {"Ollama": "ollama", "models": "chat", "chat model": "chat", "embedder": "embedder", "GPU": "gpu",
-           "data folder": "data"}
+_ROW_OF = {"Ollama": "ollama", doctor.SERVER: "ollama", "models": "chat", "chat model": "chat",
+           "embedder": "embedder", "GPU": "gpu", "data folder": "data", "unloading": "unloading"}
+OPENAI_START = ("Start it (LM Studio: Developer → Start Server; llama.cpp: llama-server -m MODEL.gguf), or choose "
+                "another server below.")
 GLYPHS = {OK: "✓", WARN: "!", FAIL: "✕", INFO: "i", "": "·"}
 INSTALL_URL = "https://ollama.com/download"
 RECALL = "Until then Kelvin answers from memory alone (Memory only, in the mode box)."
@@ -94,6 +98,11 @@ class SetupRow(QFrame):
         grid.addWidget(self.hint, 2, 1, 1, 2)
         grid.addWidget(self.pulling, 3, 1, 1, 2)
         grid.setColumnStretch(1, 1)
+        self._grid = grid
+
+    def add_below(self, widget: QWidget) -> None:
+        """A control of the row's own under its text (the server chooser, the model picker)."""
+        self._grid.addWidget(widget, 4, 1, 1, 2)
 
     def show_status(self, status: str, detail: str, hint: str = "", tooltip: str = "") -> None:
         self.status = status
@@ -131,6 +140,7 @@ class SetupPanel(QWidget):
     checked = Signal(object)             # list[Check], after every look
     pull_progress = Signal(str, int, str)  # model, overall percent, Ollama's step
     pull_finished = Signal(str, str)     # model, "done" | "cancelled" | "failed"
+    server_changed = Signal(object)      # the Config with the model server (and chat model) now in use
 
     def __init__(self, settings, pools: Pools, parent: QWidget | None = None):
         super().__init__(parent, objectName="setup")
@@ -152,6 +162,13 @@ class SetupPanel(QWidget):
         for row in self.rows.values():
             row.cancel.clicked.connect(lambda _=False, row=row: self._cancel_row(row))
         self.rows["data"].offer("Choose…", self.choose_data_folder)  # needs no check first
+        self.chooser = ServerChooser(settings.model_server, {"ollama": settings.ollama_host,
+                                                             "openai": settings.openai_url})
+        self.chooser.chosen.connect(self.use_server)
+        self.rows["ollama"].add_below(self.chooser)
+        self.picker = ModelPicker()
+        self.picker.chosen.connect(self.use_model)
+        self.rows["chat"].add_below(self.picker)
         self.check_again = QPushButton("Check again", clicked=self.refresh)
         self.go_on = QPushButton("Continue", objectName="send", clicked=lambda: self.done.emit())
         self.go_on.setToolTip("Go to the chat; everything here stays reachable from Setup…")
@@ -210,13 +227,16 @@ class SetupPanel(QWidget):
         for c in findings.checks:
             found.setdefault(_ROW_OF.get(c.name, ""), c)
         self._show_ollama(found["ollama"], findings.ollama_binary)
+        server = "Ollama" if self.settings.model_server == "ollama" else "the model server"
         for key in ("chat", "embedder"):
             if key in found:
                 self._show_model(self.rows[key], found[key])
             elif not self._pulling(self.rows[key]):
-                self.rows[key].show_status("", "Checked once Ollama answers.")
+                self.rows[key].show_status("", f"Checked once {server} answers.")
                 self.rows[key].offer()
-        self._show_gpu(found["gpu"])
+        self.picker.offer(list(findings.models) if found.get("chat") and found["chat"].status == FAIL
+                          and not found["chat"].pull else [])
+        self._show_gpu(found["gpu"], found.get("unloading"))
         self._show_data(found["data"])
         blocking = doctor.blocking(findings.checks)
         if blocking:
@@ -237,6 +257,10 @@ class SetupPanel(QWidget):
             return
         local, _ = setup.ollama_address(self.settings.ollama_host)
         plain = c.detail.split(";")[0].rstrip(".") + "."
+        if self.settings.model_server != "ollama":
+            row.show_status(FAIL, plain_words(plain), f"{OPENAI_START} {RECALL}")
+            row.offer()
+            return
         if self._starts_left:
             self._starts_left -= 1
             if self._starts_left:
@@ -271,11 +295,54 @@ class SetupPanel(QWidget):
             row.show_status(c.status, plain_words(c.detail), outcome or (plain_words(c.fix) if c.status != OK else ""))
             row.offer()
 
-    def _show_gpu(self, c: Check) -> None:
-        if c.status == OK:
-            self.rows["gpu"].show_status(OK, c.detail)
+    def _show_gpu(self, c: Check, unloading: Check | None = None) -> None:
+        if c.status == OK:  # a server that cannot unload: the guard cannot free the VRAM, said here too
+            self.rows["gpu"].show_status(OK, c.detail, f"The VRAM guard cannot unload: {unloading.detail}."
+                                         if unloading else "")
         else:  # no GPU is not a failure: Kelvin works, only the guard is off
             self.rows["gpu"].show_status(INFO, NO_GPU, tooltip=c.detail)
+
+    # ---- choosing the model server -------------------------------------------------------------
+    def use_server(self, kind: str, url: str) -> None:
+        """Save the server (and its address) in kelvin.toml; the window talks to it from now on."""
+        row, settings = self.rows["ollama"], self.settings
+        self.chooser.use.setEnabled(False)
+        row.say("Saving …")
+        w = Worker(lambda report: setup.choose_server(settings, kind, url))
+        w.signals.returned.connect(self._server_chosen)
+        w.signals.errored.connect(lambda exc: self._choice_failed(row, exc))
+        w.signals.finished.connect(lambda: self.chooser.use.setEnabled(True))
+        self.pools.start(self.pools.general, w)
+
+    def _server_chosen(self, choice: ServerChoice) -> None:
+        self.settings = choice.settings
+        name = "Ollama" if choice.settings.model_server == "ollama" else "the OpenAI-compatible server"
+        note = f"Saved: Kelvin talks to {name} at {choice.settings.model_host}."
+        if choice.override:
+            note += (" This Kelvin was started with another model server set for it from outside the window, which "
+                     "wins again at the next start until Kelvin is started without it.")
+        self.rows["ollama"].say(note)
+        self.server_changed.emit(choice.settings)
+        self.refresh()
+
+    def use_model(self, name: str) -> None:
+        """Chat with ``name``, one of the models the server has (saved as chat_model)."""
+        row = self.rows["chat"]
+        w = Worker(lambda report: save_setting("chat_model", name))
+        w.signals.returned.connect(lambda path: self._model_chosen(name, path))
+        w.signals.errored.connect(lambda exc: self._choice_failed(row, exc))
+        self.pools.start(self.pools.general, w)
+
+    def _model_chosen(self, name: str, path) -> None:
+        self.settings = replace(self.settings, chat_model=name)
+        self._outcome["chat"] = f"Saved: Kelvin chats with {name}."
+        self.server_changed.emit(self.settings)
+        self.refresh()
+
+    def _choice_failed(self, row: SetupRow, exc: BaseException) -> None:
+        if not isinstance(exc, (ConfigError, OSError)):
+            sys.excepthook(type(exc), exc, exc.__traceback__)
+        row.say(f"Not saved: {exc}")
 
     def _show_data(self, c: Check) -> None:
         row = self.rows["data"]
@@ -365,7 +432,7 @@ class SetupPanel(QWidget):
         self._outcome[row.key] = f"{model} could not be pulled: {exc}"
         row.say(self._outcome[row.key])
         self.pull_finished.emit(model, "failed")
-        if not isinstance(exc, OllamaUnavailable):  # expected problems are said above; anything else is a bug
+        if not isinstance(exc, ModelServerUnavailable):  # expected problems are said above; anything else is a bug
             sys.excepthook(type(exc), exc, exc.__traceback__)
 
     def _pull_over(self, model: str) -> None:

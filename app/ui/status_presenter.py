@@ -1,6 +1,7 @@
 """What the window says about the model, the same everywhere within a second of it changing: whether
-Ollama answers and has the chat model, and the mode in use — the artist's choice, the VRAM guard's,
-or memory only while the model cannot answer.
+the model server (Ollama, or an OpenAI-compatible one) answers and has the chat model, and the mode
+in use — the artist's choice, the VRAM guard's, or memory only while the model cannot answer. The
+Setup panel's choice of another server lands here too (:meth:`StatusPresenter.use_server`).
 
 Every second Kelvin knocks at Ollama's port (a connection opened and closed at once, on the UI
 thread's event loop: no thread, no waiting); when the answer changes — Ollama came or went — and
@@ -29,6 +30,7 @@ KNOCK_TIMEOUT_MS = 2000
 class StatusPresenter(QObject):
     ollama_changed = Signal(str)  # why the model cannot answer now ("" when it can)
     seen = Signal(str, str, str)  # the header's words, their tooltip, their health ("ok", "warn", "bad")
+    server_switched = Signal(str)  # Kelvin talks to another server now; why the guard cannot unload there ("" if it can)
 
     def __init__(self, header: Header, workspace: Workspace, parent=None):
         super().__init__(parent)
@@ -101,10 +103,11 @@ class StatusPresenter(QObject):
             return
         c = ws.conversation
         if self._probe is None:
-            from app.llm.backend import OllamaBackend
+            from app.llm.servers import connect
 
-            self._probe = OllamaBackend(c.backend.host, PROBE_TIMEOUT_S)
+            self._probe = connect(ws.settings, PROBE_TIMEOUT_S)
         probe, model, host = self._probe, c.model, c.backend.host
+        ollama = probe.kind == "ollama"
         ask_model = self._looks % MODEL_EVERY == 0 or not self._last or self._last[2] == "bad"
         self._looks += 1
         was_missing = self._last[3] if self._last else ""
@@ -113,22 +116,54 @@ class StatusPresenter(QObject):
             try:
                 version = probe.version()
             except Exception as exc:  # noqa: BLE001 — any failure is "not running", said plainly
-                return ("Ollama: not running", f"{plain_words(str(exc))} Setup… starts it.", "bad",
-                        f"Ollama is not running at {host}")
+                name = "Ollama" if ollama else "Model server"
+                return (f"{name}: not running", f"{plain_words(str(exc))} " + ("Setup… starts it." if ollama else
+                        "Setup… chooses another."), "bad", f"{'Ollama' if ollama else 'The model server'} is not "
+                        f"running at {host}")
+            name = f"Ollama {version}" if ollama else version
             missing = was_missing
             if ask_model:
                 try:
-                    missing = "" if probe.has_model(model) else f"Ollama has no model {model}"
+                    missing = "" if probe.has_model(model) else f"{probe.label} has no model {model}"
                 except Exception:  # noqa: BLE001 — the next look tells
                     pass
-            tip = f"{missing} (Setup… pulls it)" if missing else f"Ollama {version} at {host}"
-            return f"Ollama {version} · {model}", tip, "warn" if missing else "ok", missing
+            tip = f"{missing} (Setup… {'pulls it' if ollama else 'picks one it has'})" if missing else f"{name} at {host}"
+            return f"{name} · {model}", tip, "warn" if missing else "ok", missing
 
         w = Worker(look)
         w.signals.returned.connect(self._seen)
         w.signals.finished.connect(self._looked)
         self._looking = True
         ws.pools.start(self._pool, w)
+
+    def use_server(self, settings) -> None:
+        """The Setup panel saved another model server (or chat model): the conversation and the VRAM
+        guard talk to it from now on (switched on a worker: a reply streaming now stops first), and the
+        header looks at it at once."""
+        ws = self.workspace
+        ws.settings = settings
+        services = ws.services
+        if services is None:
+            return
+        c, guard = services.conversation, services.guard
+
+        def switch(report) -> str:
+            from app.llm.servers import connect
+
+            c.use_server(connect(settings), settings.chat_model)
+            if guard is None:
+                return ""
+            guard.use_server(connect(settings, timeout_s=3.0))
+            return guard.unload_problem()
+
+        def switched(cannot: str) -> None:
+            if self._probe is not None:
+                self._probe.close()
+            self._probe, self._last, self._port_open = None, (), None
+            self.server_switched.emit(cannot)
+            self.check_ollama()
+
+        ws.pools.run(ws.pools.general, switch, returned=switched)
 
     def _looked(self) -> None:
         self._looking = False
@@ -166,7 +201,7 @@ class StatusPresenter(QObject):
 
     def show_mode(self) -> None:
         """The mode in use, and why: the artist's choice, the VRAM guard's, or memory only because
-        the model cannot answer (Ollama down, the model missing)."""
+        the model cannot answer (its server down, the model missing)."""
         c = self.workspace.conversation
         chosen = c.mode.value if c is not None else self.workspace.settings.mode
         if chosen != "recall" and self.problem:

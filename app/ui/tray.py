@@ -46,6 +46,7 @@ class Tray(QObject):
         self.model_health = ""
         self.gpu = ""  # … and of the GPU
         self.gpu_health = ""
+        self.cannot = ""  # why the guard cannot unload Kelvin's model on this server ("" when it can)
         if self.available:
             self.icon.show()
 
@@ -75,13 +76,23 @@ class Tray(QObject):
             self.gpu, self.gpu_health = (f"GPU: not watched ({why})" if why else "GPU: not watched"), ""
             self._show()
 
+    def set_unload_problem(self, cannot: str) -> None:
+        """A model server that cannot unload on request: the menu and the tooltip say Free VRAM cannot free it."""
+        self.cannot = cannot
+        if self.free_action.isEnabled():
+            self.free_action.setText("Free VRAM now — the model server keeps its model loaded" if cannot
+                                     else "Free VRAM now")
+        self.free_action.setToolTip(cannot)
+        self._show()
+
     def _show(self) -> None:
         health = worst(self.model_health, self.gpu_health)
         if health != self.health:
             self.health = health
             self.icon.setIcon(kelvin_icon(health))
             self.health_changed.emit(health)
-        lines = [f"Kelvin — {self.project}" if self.project else "Kelvin", self.model, self.gpu]
+        cannot = "Kelvin cannot unload its model on this model server" if self.cannot else ""
+        lines = [f"Kelvin — {self.project}" if self.project else "Kelvin", self.model, self.gpu, cannot]
         self.icon.setToolTip("\n".join(x for x in lines if x))
 
     def notify(self, title: str, text: str) -> bool:
