@@ -241,7 +241,8 @@ def same_value(a: Value, b: Value) -> bool:
 # choice values as artists read them in their renderer's panels; any other key reads as its words
 # ("brute_force" → "brute force")
 VALUE_NAMES = {"oidn": "OpenImageDenoise", "optix": "OptiX", "octane_ai": "Octane AI", "nvidia_ai": "NVIDIA AI",
-               "altus": "Altus", "noice": "Noice", "pmc": "PMC", "uhd_cache": "UHD cache"}
+               "altus": "Altus", "noice": "Noice", "pmc": "PMC", "uhd_cache": "UHD cache",
+               "aces": "ACES", "agx": "AgX", "filmic": "Filmic", "khronos_pbr_neutral": "Khronos PBR Neutral"}
 
 
 def format_value(value: Value, unit: str = "") -> str:

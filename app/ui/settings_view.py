@@ -19,6 +19,8 @@ from app.ui.markdown import stripped
 KeyRole = Qt.ItemDataRole.UserRole + 2
 CURRENT_COLUMNS = ("Engine", "Setting", "Decided", "In the file", "Set", "By", "Before")
 VALUE_COLUMN = 2
+WIDE_ONLY_COLUMNS = (0, 4, 5, 6)  # engine, set, by, before: hidden in a narrow window
+NARROW_PX = 640
 TO_CONFIRM = QColor("#e0a040")
 HISTORY_COLUMNS = ("When", "Value", "Status", "By", "Said in")
 _ENGINES = {"": "", "vray": "V-Ray", "octane": "Octane", "redshift": "Redshift", "arnold": "Arnold",
@@ -48,6 +50,13 @@ class CurrentModel(QAbstractTableModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.rows: list = []  # app.core.ledger.Current
+        self.narrow = False  # a narrow window: the engine goes in front of the setting's name
+
+    def set_narrow(self, narrow: bool) -> None:
+        if narrow != self.narrow:
+            self.narrow = narrow
+            if self.rows:
+                self.dataChanged.emit(self.index(0, 1), self.index(len(self.rows) - 1, 1))
 
     def set_rows(self, rows: list) -> None:
         self.beginResetModel()
@@ -94,6 +103,8 @@ class CurrentModel(QAbstractTableModel):
             return None
         p = c.previous
         name = (e.name or e.parameter).replace("_", " ") + (f" ({e.scope})" if e.scope else "")
+        if self.narrow and engine_name(e.engine):
+            name = f"{engine_name(e.engine)} {name}"
         if c.unsure:
             decided = " or ".join(format_value(a.value, a.unit) for a in c.alternatives) + " — to confirm"
         else:
@@ -226,6 +237,18 @@ class SettingsPanel(QWidget):
 
     def selected_key(self):
         return self._key
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        """In a narrow window (400 px beside the DCC) the table shows what matters — the setting, what
+        was decided, what the file holds — and the engine moves in front of the name; when, by whom
+        and the value before are in the history below."""
+        super().resizeEvent(event)
+        narrow = self.width() < NARROW_PX
+        if narrow != self.current.narrow:
+            self.current.set_narrow(narrow)
+            for col in WIDE_ONLY_COLUMNS:
+                self.table.setColumnHidden(col, narrow)
+            self.table.resizeColumnsToContents()
 
     def clear(self) -> None:
         """Another project: no setting, no history, no title of the one before."""
