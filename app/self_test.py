@@ -177,7 +177,8 @@ def run(settings, window: bool = True) -> list[Result]:
             results.append(_timed("memory", lambda: check_memory(trial)))
             results.append(_timed("model client", lambda: check_client(stand_in)))
             if window:
-                from app.ui.self_test import check_desktop, check_window
+                from app.ui.desktop_check import check_desktop
+                from app.ui.self_test import check_window
 
                 results.append(_timed("window", lambda: check_window(trial, scratch)))
                 results.append(_timed("desktop", check_desktop))

@@ -39,7 +39,7 @@ def unique_ids(rows, k: int) -> list[str]:
 def bench_size(size: int, msgs: list[dict], vecs: np.ndarray, queries: list[str], qvecs: np.ndarray,
                args, workdir: Path) -> dict:
     from app.core.fusion import Candidate  # noqa: F401 — imports app (and lancedb) before timing
-    from app.memory.index import Filters
+    from app.core.filters import Filters
     from app.services.memory import CANDIDATES_PER_K, TEXT_CANDIDATES, VECTOR_CANDIDATES
 
     part = msgs[:size]

@@ -253,7 +253,7 @@ def _one_of(value: str | None, allowed, flag: str) -> str | None:
 def _filters(args):
     from app.core.records import parse_ts
     from app.core.tagging import DOMAINS, TYPES
-    from app.memory.index import Filters
+    from app.core.filters import Filters
     from app.services.memory import load_taxonomy
 
     engines = tuple(load_taxonomy().get("engines", {})) if args.engine is not None else ()
@@ -634,7 +634,7 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
     from app.core.records import RecordError
     from app.core.scene import SceneError
     from app.llm.errors import OllamaUnavailable
-    from app.memory.embedders import EmbedderUnavailable
+    from app.core.embedding import EmbedderUnavailable
     from app.memory.index import IndexError_
     from app.memory.journal import JournalError
     from app.durable import UnsafePath

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from app.core import projects
+from app.core.embedding import Embedder, EmbedderUnavailable
 from app.core.records import (
     Memory,
     Message,
@@ -48,7 +49,6 @@ from app.durable import NotRegularFile, UnsafePath, read_regular, refuse_links, 
 if TYPE_CHECKING:
     from app.core.extraction import Extractor
 from app.core.tagging import Tagger
-from app.memory.embedders import Embedder, EmbedderUnavailable
 from app.memory.index import (
     CHUNKS,
     INDEX_FORMAT,

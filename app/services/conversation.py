@@ -32,7 +32,7 @@ from app.llm.errors import (ContextTooSmall, ModelMissing, ModelServerUnavailabl
 from app.llm.model_server import ChatChunk, ModelInfo, ModelServer, ToolCall
 from app.llm.servers import connect
 from app.llm.stream import ChatStream
-from app.memory.index import Filters
+from app.core.filters import Filters
 from app.memory.turn_notes import OP_TURN_SOURCES
 from app.services.turn_extras import sources_of
 from app.services.memory import MemoryService

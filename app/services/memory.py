@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Callable
 
 from app import resources
 from app.core import projects
+from app.core.embedding import Embedder, EmbedderUnavailable
+from app.core.filters import Filters
 from app.core.fusion import Candidate, fuse
 from app.core.highlight import spans
 from app.core.records import (
@@ -44,9 +46,8 @@ from app.core.parameters import Catalogue, specs_from_dict
 from app.core.status_model import StatusModel
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.durable import read_regular
-from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
 from app.memory import completeness
-from app.memory.index import Filters, message_from_rows
+from app.memory.index import message_from_rows, where_clause
 from app.memory.journal import JournalError, StoreLocked
 from app.memory.markdown import before
 from app.memory.store import (
@@ -61,6 +62,7 @@ from app.memory.store import (
     with_engine,
 )
 from app.memory.turn_notes import TURN_OPS, TurnNote
+from app.llm.embedders import from_spec
 from app.services.commit_queue import CommitQueue
 from app.services.importer import ImportItem
 from app.config import Config, config_dir
@@ -538,7 +540,7 @@ class MemoryService:
         if not stores or not query.strip():
             return []
         vector = query_vector if query_vector is not None else self._query_vector(query, stores)
-        where = filters.where()
+        where = where_clause(filters)
         legs = []
         for s in stores:
             limit = max(TEXT_CANDIDATES, k * CANDIDATES_PER_K)
@@ -616,7 +618,7 @@ class MemoryService:
         stores = self._readable(project, False)
         if not stores:
             return []
-        return stores[0].index.newest_ids(filters.where())
+        return stores[0].index.newest_ids(where_clause(filters))
 
     def messages(self, ids: list[str], project: str | None = None) -> dict[str, Message]:
         """Whole messages by id (a browser's page of rows)."""
