@@ -207,7 +207,7 @@ def ann_index_what_if(ix, pairs, k, limit, w, svc, matrix, ids) -> dict:
 def ann_recall(ix, pairs, matrix, ids, limit) -> float:
     """Share of the exact top-``limit`` (NumPy) that the vector leg returns, averaged over queries."""
     overlap = []
-    for q, v in pairs:
+    for _q, v in pairs:
         exact = {ids[i] for i in numpy_topk(matrix, np.asarray(v, np.float32), limit)}
         got = set(unique_ids(ix.search_vector(v, "", limit), limit))
         overlap.append(len(exact & got) / limit)

@@ -34,8 +34,8 @@ class _Help(argparse.HelpFormatter):
 
 def _with_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.formatter_class = _Help
-    for action in parser._actions:  # noqa: SLF001 — argparse keeps its subcommands here
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+    for action in parser._actions:  # argparse keeps its subcommands here
+        if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 _with_help(sub)
     return parser
@@ -574,7 +574,7 @@ def _parser_of(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser
     """The (sub)command's own parser, so that a usage error shows the usage of what was typed."""
     for dest in ("command", "project_command", "settings_command", "gpu_command", "memory_command", "team_command"):
         name = getattr(args, dest, None)
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # noqa: SLF001
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if not name or not subs or name not in subs[0].choices:
             continue
         parser = subs[0].choices[name]

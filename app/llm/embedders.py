@@ -152,7 +152,7 @@ class SentenceTransformerEmbedder:
 
             try:
                 self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-            except Exception as exc:  # a broken model folder is an expected, reportable problem
+            except Exception as exc:  # noqa: BLE001 — a broken model folder is an expected, reportable problem
                 raise EmbedderUnavailable(f"could not load the model at {path}: {exc}") from None
             return self._model
 

@@ -17,11 +17,14 @@ from __future__ import annotations
 import logging
 import os
 from datetime import timedelta
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from app.core import chunking
 from app.core.filters import Filters
 from app.core.records import Memory, Message, Tags
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger("kelvin.index")
 

@@ -288,7 +288,7 @@ class MemoryService:
         for folder in by_project:
             self.open(self.store(by_project[folder][0].project).name)
         added = done = 0
-        for folder, its in by_project.items():
+        for its in by_project.values():
             store = self.store(its[0].project)
             events = [(OP_MESSAGE_ADD, {**it.message.to_event(), "project": store.name}) for it in its]
             aliases = {it.message.id: it.aliases(store.name) for it in its if it.derived_from}
@@ -465,7 +465,7 @@ class MemoryService:
             return
         try:
             self.writer.call(self._compact_due).result()
-        except Exception:  # noqa: BLE001 — upkeep; never in the way of closing
+        except Exception:  # upkeep; never in the way of closing
             log.warning("compacting the index on the way out failed; it is retried next time", exc_info=True)
         self.writer.close()
         self._legs.shutdown(wait=True)
@@ -497,7 +497,7 @@ class MemoryService:
                 self.writer.call(lambda: store.catch_up(wait_s=0)).result()
             except StoreLocked:
                 log.info("project %s is being written by another Kelvin process; reading it as it is", store.name)
-            except Exception as exc:  # noqa: BLE001 — a full disk, a damaged file: reading still works
+            except Exception as exc:  # a full disk, a damaged file: reading still works
                 log.debug("catching up %s failed", store.name, exc_info=True)
                 self._notice(f"the memory of {store.name!r} could not be brought up to date "
                              f"({getattr(exc, 'strerror', None) or exc}); showing what is indexed")
