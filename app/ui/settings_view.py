@@ -238,7 +238,7 @@ class SettingsPanel(QWidget):
     def selected_key(self):
         return self._key
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         """In a narrow window (400 px beside the DCC) the table shows what matters — the setting, what
         was decided, what the file holds — and the engine moves in front of the name; when, by whom
         and the value before are in the history below."""
