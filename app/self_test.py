@@ -155,7 +155,7 @@ def _timed(name: str, fn: Callable[[], tuple[str, str]]) -> Result:
     t0 = time.perf_counter()
     try:
         status, detail = fn()
-    except Exception as exc:  # a self-test reports what broke instead of stopping at it
+    except Exception as exc:  # noqa: BLE001 — a self-test reports what broke instead of stopping at it
         status, detail = FAIL, f"{type(exc).__name__}: {exc}"
     return Result(name, status, detail, time.perf_counter() - t0)
 
@@ -177,7 +177,8 @@ def run(settings, window: bool = True) -> list[Result]:
             results.append(_timed("memory", lambda: check_memory(trial)))
             results.append(_timed("model client", lambda: check_client(stand_in)))
             if window:
-                from app.ui.self_test import check_desktop, check_window
+                from app.ui.desktop_check import check_desktop
+                from app.ui.self_test import check_window
 
                 results.append(_timed("window", lambda: check_window(trial, scratch)))
                 results.append(_timed("desktop", check_desktop))

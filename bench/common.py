@@ -459,7 +459,7 @@ _MODEL = None
 def st_model():
     global _MODEL
     if _MODEL is None:
-        from app.memory.embedders import bundled_minilm_path
+        from app.llm.embedders import bundled_minilm_path
         from sentence_transformers import SentenceTransformer
 
         _MODEL = SentenceTransformer(str(bundled_minilm_path()), device="cpu", local_files_only=True)

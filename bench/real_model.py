@@ -134,7 +134,7 @@ def through_kelvin(conv: Conversation, server: TimedServer, question: str) -> tu
     result = conv.ask(question)
     ended = time.perf_counter()
     call = server.calls[before]  # the answer's request (a summary may follow in the background)
-    background = conv._after_turn_thread  # noqa: SLF001 — let it finish: the next request would queue behind it
+    background = conv._after_turn_thread  # let it finish: the next request would queue behind it
     if background is not None:
         background.join(900)
     first, last = call["first"] or call["last"] or ended, call["last"] or ended

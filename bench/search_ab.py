@@ -53,7 +53,7 @@ def main() -> None:
         ix = svc.store().index
         top5 = [[r["message_id"] for r in vec(narrow)(q, v)[:5]] for q, v in pairs]
         rowids = {}
-        for (q, v), ids in zip(pairs, top5):
+        for (q, v), _ids in zip(pairs, top5):
             rows = tbl.search(v, vector_column_name="vector").distance_type("cosine").with_row_id(True) \
                 .select(narrow + ["_distance"]).limit(5).to_list()
             rowids[q] = [r["_rowid"] for r in rows]
@@ -73,7 +73,7 @@ def main() -> None:
             build = time.perf_counter() - t0
             vv = {f"vector_3_cols_{n}_partitions": vec(narrow), f"vector_all_cols_{n}_partitions": vec(_CHUNK_COLS)}
             samples = {name: [] for name in {**variants, **vv}}
-            for name, fn in {**variants, **vv}.items():
+            for fn in {**variants, **vv}.values():
                 for q, v in pairs[:20]:
                     fn(q, v)
             for _ in range(args.rounds):

@@ -39,7 +39,7 @@ def unique_ids(rows, k: int) -> list[str]:
 def bench_size(size: int, msgs: list[dict], vecs: np.ndarray, queries: list[str], qvecs: np.ndarray,
                args, workdir: Path) -> dict:
     from app.core.fusion import Candidate  # noqa: F401 — imports app (and lancedb) before timing
-    from app.memory.index import Filters
+    from app.core.filters import Filters
     from app.services.memory import CANDIDATES_PER_K, TEXT_CANDIDATES, VECTOR_CANDIDATES
 
     part = msgs[:size]
@@ -207,7 +207,7 @@ def ann_index_what_if(ix, pairs, k, limit, w, svc, matrix, ids) -> dict:
 def ann_recall(ix, pairs, matrix, ids, limit) -> float:
     """Share of the exact top-``limit`` (NumPy) that the vector leg returns, averaged over queries."""
     overlap = []
-    for q, v in pairs:
+    for _q, v in pairs:
         exact = {ids[i] for i in numpy_topk(matrix, np.asarray(v, np.float32), limit)}
         got = set(unique_ids(ix.search_vector(v, "", limit), limit))
         overlap.append(len(exact & got) / limit)

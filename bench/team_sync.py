@@ -49,7 +49,7 @@ def latency(cluster: Cluster, n: int, root: Path) -> dict:
     samples = []
     try:
         time.sleep(1.0)
-        for i in range(n):
+        for _i in range(n):
             token = f"zq{uuid.uuid4().hex[:10]}"
             t0 = time.perf_counter()
             a.commit(f"the {token} pass looks right", project="Job")

@@ -13,7 +13,7 @@ if sys.stdout is None or sys.stderr is None:  # windowed build on Windows
     sys.stdout = sys.stdout or sink
     sys.stderr = sys.stderr or sink
 
-from app.cli import main  # noqa: E402 (after the streams exist)
+from app.cli import main  # after the streams exist
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("prompt_toolkit")
-from prompt_toolkit.input import create_pipe_input  # noqa: E402
-from prompt_toolkit.output import DummyOutput  # noqa: E402
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
 
-from app.cli import terminal  # noqa: E402
-from app.cli.chat_prompt import HISTORY_FILE, line_reader, session  # noqa: E402
-from app.durable import UnsafePath  # noqa: E402
-from app.services.conversation import Conversation  # noqa: E402
+from app.cli import terminal
+from app.cli.chat_prompt import HISTORY_FILE, line_reader, session
+from app.durable import UnsafePath
+from app.services.conversation import Conversation
 
 LEFT, UP, ENTER, CTRL_C, CTRL_D = "\x1b[D", "\x1b[A", "\r", "\x03", "\x04"
 

@@ -11,13 +11,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from app.memory.journal import Journal, encode
+from app.memory.journal import Journal
 from tests.support.processes import helper, ollama_server
 from tests.test_cli import ROOT, kelvin, write_jsonl
 
@@ -353,7 +352,7 @@ def test_sigterm_or_sighup_mid_reply_keeps_the_partial_reply(tmp_path, sig):
         question = "explain " + " ".join(f"step{i}" for i in range(80))
         with helper([sys.executable, "-m", "app", "chat", "--once", question], env=env,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE) as chat:
-            got = _read_until(chat, b"step3")  # the reply is streaming: "Echo: explain step0 step1 …"
+            _read_until(chat, b"step3")  # the reply is streaming: "Echo: explain step0 step1 …"
             chat.send_signal(sig)
             out, err = chat.communicate(timeout=30)
     assert chat.returncode == 128 + sig, err

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from app.memory.embedders import EmbedderUnavailable, OllamaEmbedder, SentenceTransformerEmbedder, bundled_minilm_path
+from app.core.embedding import EmbedderUnavailable
+from app.llm.embedders import OllamaEmbedder, SentenceTransformerEmbedder, bundled_minilm_path
 from app.memory.index import INDEX_FORMAT
 from tests.support.ollama_server import OllamaTestServer, embed_text
 
@@ -115,7 +116,7 @@ def test_local_minilm_gives_real_semantic_search(make_service):
 
 
 def test_unknown_embedder_spec_is_refused():
-    from app.memory.embedders import from_spec
+    from app.llm.embedders import from_spec
 
     with pytest.raises(ValueError, match="unknown embedder"):
         from_spec("word2vec:foo", "http://127.0.0.1:9")
@@ -127,7 +128,7 @@ def test_unknown_embedder_spec_is_refused():
 def test_indexes_built_by_upkeep_give_the_same_answers(ollama, make_service, monkeypatch):
     import app.memory.index as index_mod
     from app.core.records import Message
-    from app.memory.index import Filters
+    from app.core.filters import Filters
     from app.services.importer import ImportItem
 
     monkeypatch.setattr(index_mod, "VECTOR_INDEX_MIN_ROWS", 500)

@@ -19,7 +19,7 @@ from app.core.vram import GpuSample, ProcessSample, Sample
 from app.gpu.nvml import NvmlSampler
 from app.gpu.trace import TraceSource, read_trace
 from app.llm.backend import OllamaBackend
-from app.memory.embedders import OllamaEmbedder
+from app.llm.embedders import OllamaEmbedder
 from app.services.conversation import Conversation
 from app.services.gpu_guard import GpuGuard, replay
 from app.config import load

@@ -9,14 +9,13 @@ artist removes its record, and rescued from the index, the Markdown and the ledg
 """
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from app.memory import completeness, journal as journal_mod
-from app.memory.journal import Journal, encode
+from app.memory.journal import Journal
 from app.services.settings_ledger import SettingsLedger
 
 

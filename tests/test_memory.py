@@ -7,7 +7,7 @@ import time
 import pytest
 
 from app.core.records import RecordError, now_ms, parse_ts
-from app.memory.index import Filters
+from app.core.filters import Filters
 from app.memory.journal import Journal
 from app.memory.store import Projections
 

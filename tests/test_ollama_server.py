@@ -294,7 +294,7 @@ def test_stop_closes_the_port_and_joins_threads():
             list(c.chat(model=CHAT, messages=USER, stream=True))
     srv.stop()  # idempotent
     with pytest.raises(RuntimeError):
-        srv.host
+        srv.host  # noqa: B018 — reading it raises once stopped
 
 
 def test_stop_during_a_slow_stream_is_prompt():

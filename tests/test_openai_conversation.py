@@ -11,7 +11,7 @@ import pytest
 from app.core import tools
 from app.core.commands import Mode
 from app.core.vram import GpuSample, ProcessSample, Sample
-from app.memory.embedders import OpenAIEmbedder, from_spec
+from app.llm.embedders import OpenAIEmbedder, from_spec
 from app.services.brief import BriefBuilder
 from app.services.conversation import Conversation
 from app.services.gpu_guard import GpuGuard, replay

@@ -7,7 +7,6 @@ ledger's note."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 

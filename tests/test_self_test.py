@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.self_test import FAIL, INFO, OK, WARN, Result, report
-from app.ui.self_test import debian_package
+from app.ui.desktop_check import debian_package
 
 ROOT = Path(__file__).resolve().parent.parent
 

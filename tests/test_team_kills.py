@@ -39,7 +39,7 @@ def _reap(p: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
 
 def _everyone_agrees(postgres, studio, project, opened) -> int:
     for _round in range(2):
-        for svc, team in opened:
+        for _svc, team in opened:
             team.sync(project)
     rows = postgres.sql("SELECT id::text, seq FROM kelvin.events ORDER BY seq", dbname=studio)
     on_server = [r[0] for r in rows]

@@ -68,11 +68,13 @@ def test_breathing_between_frames_does_not_bring_kelvin_back():
     p.set_kelvin_vram(4_000)
     rs = (77, "redshiftCmdLine", None)
     samples, t = [], 0.0
-    for frame in range(10):  # 6 s of render at 22 GB, 3 s between frames at 6 GB
+    for _frame in range(10):  # 6 s of render at 22 GB, 3 s between frames at 6 GB
         for _ in range(12):
-            samples.append(sample(t, 22_000, 99, procs=[rs])); t += 0.5
+            samples.append(sample(t, 22_000, 99, procs=[rs]))
+            t += 0.5
         for _ in range(6):
-            samples.append(sample(t, 6_000, 3, procs=[rs])); t += 0.5
+            samples.append(sample(t, 6_000, 3, procs=[rs]))
+            t += 0.5
     trans = run(p, samples)
     assert trans == [(NORMAL, YIELDING, UNLOAD), (YIELDING, YIELDED, "none")]
     trans = run(p, [sample(t + i * 0.5, 2_000, 0) for i in range(20)])

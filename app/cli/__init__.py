@@ -34,8 +34,8 @@ class _Help(argparse.HelpFormatter):
 
 def _with_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.formatter_class = _Help
-    for action in parser._actions:  # noqa: SLF001 — argparse keeps its subcommands here
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+    for action in parser._actions:  # argparse keeps its subcommands here
+        if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 _with_help(sub)
     return parser
@@ -253,7 +253,7 @@ def _one_of(value: str | None, allowed, flag: str) -> str | None:
 def _filters(args):
     from app.core.records import parse_ts
     from app.core.tagging import DOMAINS, TYPES
-    from app.memory.index import Filters
+    from app.core.filters import Filters
     from app.services.memory import load_taxonomy
 
     engines = tuple(load_taxonomy().get("engines", {})) if args.engine is not None else ()
@@ -574,7 +574,7 @@ def _parser_of(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser
     """The (sub)command's own parser, so that a usage error shows the usage of what was typed."""
     for dest in ("command", "project_command", "settings_command", "gpu_command", "memory_command", "team_command"):
         name = getattr(args, dest, None)
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # noqa: SLF001
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if not name or not subs or name not in subs[0].choices:
             continue
         parser = subs[0].choices[name]
@@ -634,7 +634,7 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
     from app.core.records import RecordError
     from app.core.scene import SceneError
     from app.llm.errors import OllamaUnavailable
-    from app.memory.embedders import EmbedderUnavailable
+    from app.core.embedding import EmbedderUnavailable
     from app.memory.index import IndexError_
     from app.memory.journal import JournalError
     from app.durable import UnsafePath

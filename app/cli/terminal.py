@@ -6,7 +6,6 @@ marked as stopped); Ctrl+C or Ctrl+D at the prompt leaves.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 import threading

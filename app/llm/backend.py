@@ -20,7 +20,7 @@ import httpx
 import ollama
 
 from app.llm.errors import TRANSPORT_ERRORS, ModelMissing, ModelServerUnavailable, ServerError, explain
-from app.llm.model_server import (ChatChunk, LoadedModel, ModelInfo, PullMeter, PullProgress,  # noqa: F401
+from app.llm.model_server import (ChatChunk, LoadedModel, ModelInfo, PullMeter, PullProgress,
                                   ToolCall, complete)
 from app.llm.stream import ChatStream
 

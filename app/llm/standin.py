@@ -52,10 +52,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args) -> None:  # quiet
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         self._route("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._route("POST")
 
     def _route(self, method: str) -> None:

@@ -77,7 +77,7 @@ class ChatStream:
                 self._queue.put(chunk)
         except asyncio.CancelledError:  # cancel(): the connection is closed on the way out
             pass
-        except Exception as exc:  # handed to the consumer, which explains it
+        except Exception as exc:  # noqa: BLE001 — handed to the consumer, which explains it
             if not self._cancelled:
                 self._queue.put(_Failure(exc))
         finally:

@@ -72,7 +72,7 @@ def gaps(journal: Journal, thorough: bool = True, upto: int | None = None) -> li
     prev_last = 0
     for seg in journal.segments():
         first = int(seg.stem)
-        end, last = journal._tail(seg)  # noqa: SLF001 — the journal's own tail reader
+        end, last = journal._tail(seg)  # the journal's own tail reader
         if first > prev_last + 1:
             found.append(Gap(prev_last + 1, first - 1, first - prev_last - 1))
         if thorough and last >= first and _lines(seg) < last - first + 1:
@@ -85,7 +85,7 @@ def gaps(journal: Journal, thorough: bool = True, upto: int | None = None) -> li
 
 def unexplained(journal: Journal, thorough: bool = True, upto: int | None = None) -> list[Gap]:
     """The gaps nothing beside the journal accounts for (see the module's doc)."""
-    records = journal._manifest()  # noqa: SLF001 — the journal's own record of what was set aside
+    records = journal._manifest()  # the journal's own record of what was set aside
     held = {r.seq for r in records if r.seq is not None and r.kind in ("torn", "damaged")}
     recorded = [(r.seq, r.seq + r.size - 1) for r in records if r.kind == "missing" and r.seq is not None]
     out: list[Gap] = []

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from app.core import chunking
+from app.core.filters import Filters
 from app.core.records import Memory, Message, Tags
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger("kelvin.index")
 
@@ -76,26 +79,18 @@ def sql_in(column: str, values: Iterable[str]) -> str:
     return f"{column} IN ({', '.join(sql_str(v) for v in values)})"
 
 
-@dataclass(frozen=True)
-class Filters:
-    domain: str | None = None
-    type: str | None = None
-    engine: str | None = None
-    since_ms: int | None = None
-    until_ms: int | None = None
-    conversation_id: str | None = None
-
-    def where(self) -> str:
-        parts = []
-        for col in ("domain", "type", "engine", "conversation_id"):
-            value = getattr(self, col)
-            if value:
-                parts.append(f"{col} = {sql_str(value)}")
-        if self.since_ms is not None:
-            parts.append(f"ts_ms >= {int(self.since_ms)}")
-        if self.until_ms is not None:
-            parts.append(f"ts_ms <= {int(self.until_ms)}")
-        return " AND ".join(parts)
+def where_clause(filters: Filters) -> str:
+    """The filters as the index's SQL condition on its chunk rows ("" keeps every row)."""
+    parts = []
+    for col in ("domain", "type", "engine", "conversation_id"):
+        value = getattr(filters, col)
+        if value:
+            parts.append(f"{col} = {sql_str(value)}")
+    if filters.since_ms is not None:
+        parts.append(f"ts_ms >= {int(filters.since_ms)}")
+    if filters.until_ms is not None:
+        parts.append(f"ts_ms <= {int(filters.until_ms)}")
+    return " AND ".join(parts)
 
 
 def _vector_field(dim: int) -> pa.Field:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from app.core import projects
+from app.core.embedding import Embedder, EmbedderUnavailable
 from app.core.records import (
     Memory,
     Message,
@@ -48,7 +49,6 @@ from app.durable import NotRegularFile, UnsafePath, read_regular, refuse_links, 
 if TYPE_CHECKING:
     from app.core.extraction import Extractor
 from app.core.tagging import Tagger
-from app.memory.embedders import Embedder, EmbedderUnavailable
 from app.memory.index import (
     CHUNKS,
     INDEX_FORMAT,
@@ -338,7 +338,7 @@ class ProjectStore:
                         team_ledger.follow(self, full=False)
                 except (JournalError, UnsafePath, NotRegularFile):
                     raise  # the journal itself, or a link or a FIFO in the project: nothing is written
-                except Exception as exc:  # noqa: BLE001 — the projections, not the journal
+                except Exception as exc:  # the projections, not the journal
                     # a projection that cannot catch up (a full disk, an index that fails) must not keep
                     # this write from the journal (a question is never lost to it): it goes on, and the
                     # projections catch up with a later write (the open is tried again then)
@@ -625,7 +625,7 @@ class ProjectStore:
                 self._project(entries[i : i + PROJECT_BATCH], shared="tentative")
                 progress(min(i + PROJECT_BATCH, len(entries)), len(entries))
             team_ledger.written(self)  # (a shared project's ledger took them tentatively)
-        except Exception as exc:  # noqa: BLE001 — the events are durable; the projections catch up later
+        except Exception as exc:  # the events are durable; the projections catch up later
             self.projection_error = str(getattr(exc, "strerror", None) or exc)
             if isinstance(exc, OSError):  # expected (a disk that filled up meanwhile): no traceback
                 log.warning("saved to the journal, but the index or Markdown could not be updated (%s); they catch "
@@ -639,7 +639,7 @@ class ProjectStore:
             # messages): compact now, or every later write and read gets slower (~1 s at 100k)
             try:
                 self.index.optimize()
-            except Exception:  # noqa: BLE001 — upkeep: the idle writer tries again
+            except Exception:  # upkeep: the idle writer tries again
                 log.warning("compacting the index failed; it is retried later", exc_info=True)
         return entries
 
@@ -1053,7 +1053,7 @@ class ProjectStore:
 
     def missing_ranges(self) -> list[tuple[int, int]]:
         """The runs of event numbers the journal is known to lack (recorded beside it)."""
-        return [(r.seq, r.seq + r.size - 1) for r in self.journal._manifest()  # noqa: SLF001
+        return [(r.seq, r.seq + r.size - 1) for r in self.journal._manifest()
                 if r.kind == "missing" and r.seq is not None]
 
     def _fold(self) -> tuple[dict[str, Message], dict[str, Memory]]:

@@ -32,7 +32,7 @@ from app.core.parameters import format_value
 from app.core.records import Message, RecordError, now_ms
 from app.durable import append_durably, read_regular, write_atomically
 from app.llm.errors import ModelServerUnavailable
-from app.memory.index import Filters
+from app.core.filters import Filters
 from app.services.settings_ledger import setting_label, value_text
 
 log = logging.getLogger("kelvin.brief")

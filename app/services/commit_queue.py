@@ -118,7 +118,7 @@ class CommitQueue:
         while i < len(batch):
             work = batch[i]
             if work.items and work.items[0][0] == "__call__":
-                self._settle([work], lambda: [work.items[0][1]["fn"]()])
+                self._settle([work], lambda: [work.items[0][1]["fn"]()])  # noqa: B023 — run at once
                 i += 1
                 continue
             group = [work]
@@ -126,7 +126,7 @@ class CommitQueue:
                    and batch[i + len(group)].items[0][0] != "__call__"):
                 group.append(batch[i + len(group)])
             items = [it for w in group for it in w.items]
-            self._settle(group, lambda: self._apply(work.project, items))
+            self._settle(group, lambda: self._apply(work.project, items))  # noqa: B023 — run at once
             i += len(group)
 
     @staticmethod

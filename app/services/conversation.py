@@ -32,7 +32,7 @@ from app.llm.errors import (ContextTooSmall, ModelMissing, ModelServerUnavailabl
 from app.llm.model_server import ChatChunk, ModelInfo, ModelServer, ToolCall
 from app.llm.servers import connect
 from app.llm.stream import ChatStream
-from app.memory.index import Filters
+from app.core.filters import Filters
 from app.memory.turn_notes import OP_TURN_SOURCES
 from app.services.turn_extras import sources_of
 from app.services.memory import MemoryService
@@ -239,7 +239,7 @@ class Conversation:
                 try:
                     self.switch_project(self.project)
                     greeting = self.greeting()
-                except Exception:  # noqa: BLE001 — the question is kept all the same (in yesterday's conversation)
+                except Exception:  # the question is kept all the same (in yesterday's conversation)
                     log.exception("starting the new day's conversation failed")
             turn = self._new_turn(stop)
             # the question is journaled before anything else can fail: searching, the window, the model
@@ -248,7 +248,7 @@ class Conversation:
             self._watch(stored, "question")
             try:
                 recent = [m for m in self.recent() if m.id != question.id]
-            except Exception:  # noqa: BLE001 — an unreadable index: the turn goes on without its last turns
+            except Exception:  # an unreadable index: the turn goes on without its last turns
                 log.exception("the last turns could not be read; answering without them")
                 recent = []
             # a model sees the last turns in its window; a recall answer must be able to quote them
@@ -326,11 +326,11 @@ class Conversation:
             found.sort(key=lambda m: m.tags.priority < 2)
             recalled = tuple(found[:RETRIEVE_K])
             memories = tuple(m for m, _ in self.memory.search_memories(query, k=MEMORIES_K, project=turn.project))
-        except Exception:  # noqa: BLE001 — the turn goes on; the log has the cause
+        except Exception:  # the turn goes on; the log has the cause
             log.exception("memory search failed; answering without retrieved memories")
         try:
             settings = tuple(self.settings_lookup(turn.project, text))
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("settings lookup failed; answering without current settings")
         return recalled, memories, settings, repeats
 
@@ -421,7 +421,7 @@ class Conversation:
         except ModelServerUnavailable as exc:
             kind = "out_of_memory" if isinstance(exc, OutOfMemory) else "server"
             result.status, result.error, result.error_kind = ("cut" if parts else "failed"), str(exc), kind
-        except Exception as exc:  # noqa: BLE001 — a bug (or a broken on_token) must not lose the turn
+        except Exception as exc:  # a bug (or a broken on_token) must not lose the turn
             log.exception("the reply failed unexpectedly")
             result.status = "cut" if parts else "failed"
             result.error, result.error_kind = f"Kelvin hit an unexpected error ({exc.__class__.__name__}: {exc})", "internal"
@@ -655,7 +655,7 @@ class Conversation:
             except ModelServerUnavailable as exc:
                 log.info("no summary for %s: %s", m.id, exc)
                 return False
-            except Exception:  # noqa: BLE001 — a summary is a nicety; the extractive note stands in
+            except Exception:  # a summary is a nicety; the extractive note stands in
                 log.exception("summary of %s failed", m.id)
                 return False
             summary = "".join(parts).strip()
@@ -691,7 +691,7 @@ class Conversation:
             except ModelServerUnavailable as exc:
                 log.info("no model pass over %s: %s", m.id, exc)
                 return False
-            except Exception:  # noqa: BLE001 — the rules' result stands
+            except Exception:  # the rules' result stands
                 log.exception("model pass over %s failed", m.id)
                 return False
             if stop.is_set():

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Callable
 
 from app import resources
 from app.core import projects
+from app.core.embedding import Embedder, EmbedderUnavailable
+from app.core.filters import Filters
 from app.core.fusion import Candidate, fuse
 from app.core.highlight import spans
 from app.core.records import (
@@ -44,9 +46,8 @@ from app.core.parameters import Catalogue, specs_from_dict
 from app.core.status_model import StatusModel
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.durable import read_regular
-from app.memory.embedders import Embedder, EmbedderUnavailable, from_spec
 from app.memory import completeness
-from app.memory.index import Filters, message_from_rows
+from app.memory.index import message_from_rows, where_clause
 from app.memory.journal import JournalError, StoreLocked
 from app.memory.markdown import before
 from app.memory.store import (
@@ -61,6 +62,7 @@ from app.memory.store import (
     with_engine,
 )
 from app.memory.turn_notes import TURN_OPS, TurnNote
+from app.llm.embedders import from_spec
 from app.services.commit_queue import CommitQueue
 from app.services.importer import ImportItem
 from app.config import Config, config_dir
@@ -286,7 +288,7 @@ class MemoryService:
         for folder in by_project:
             self.open(self.store(by_project[folder][0].project).name)
         added = done = 0
-        for folder, its in by_project.items():
+        for its in by_project.values():
             store = self.store(its[0].project)
             events = [(OP_MESSAGE_ADD, {**it.message.to_event(), "project": store.name}) for it in its]
             aliases = {it.message.id: it.aliases(store.name) for it in its if it.derived_from}
@@ -463,7 +465,7 @@ class MemoryService:
             return
         try:
             self.writer.call(self._compact_due).result()
-        except Exception:  # noqa: BLE001 — upkeep; never in the way of closing
+        except Exception:  # upkeep; never in the way of closing
             log.warning("compacting the index on the way out failed; it is retried next time", exc_info=True)
         self.writer.close()
         self._legs.shutdown(wait=True)
@@ -495,7 +497,7 @@ class MemoryService:
                 self.writer.call(lambda: store.catch_up(wait_s=0)).result()
             except StoreLocked:
                 log.info("project %s is being written by another Kelvin process; reading it as it is", store.name)
-            except Exception as exc:  # noqa: BLE001 — a full disk, a damaged file: reading still works
+            except Exception as exc:  # a full disk, a damaged file: reading still works
                 log.debug("catching up %s failed", store.name, exc_info=True)
                 self._notice(f"the memory of {store.name!r} could not be brought up to date "
                              f"({getattr(exc, 'strerror', None) or exc}); showing what is indexed")
@@ -538,7 +540,7 @@ class MemoryService:
         if not stores or not query.strip():
             return []
         vector = query_vector if query_vector is not None else self._query_vector(query, stores)
-        where = filters.where()
+        where = where_clause(filters)
         legs = []
         for s in stores:
             limit = max(TEXT_CANDIDATES, k * CANDIDATES_PER_K)
@@ -616,7 +618,7 @@ class MemoryService:
         stores = self._readable(project, False)
         if not stores:
             return []
-        return stores[0].index.newest_ids(filters.where())
+        return stores[0].index.newest_ids(where_clause(filters))
 
     def messages(self, ids: list[str], project: str | None = None) -> dict[str, Message]:
         """Whole messages by id (a browser's page of rows)."""

@@ -245,7 +245,7 @@ class Team:
         while True:
             batch, scanned = writer.call(lambda: self._outbox(store)).result()[0]
             if not batch:
-                writer.call(lambda: self._advance_pushed(store, scanned, {})).result()
+                writer.call(lambda: self._advance_pushed(store, scanned, {})).result()  # noqa: B023 — run at once
                 break
             try:
                 places = server.push(store.team.server_project, batch)
@@ -254,7 +254,7 @@ class Team:
                     raise
                 refused = exc  # a reader still pulls
                 break
-            writer.call(lambda: self._advance_pushed(store, scanned, places)).result()
+            writer.call(lambda: self._advance_pushed(store, scanned, places)).result()  # noqa: B023 — run at once
             pushed += len(batch)
             if len(batch) < PUSH_BATCH:
                 break
@@ -266,7 +266,7 @@ class Team:
         while True:
             rows, last = server.pull(store.team.server_project, store.team.cursor, batch)
             if rows:
-                done = writer.call(lambda: self._settle(store, rows)).result()[0]
+                done = writer.call(lambda: self._settle(store, rows)).result()[0]  # noqa: B023 — run at once
                 pulled += done.appended
                 rebased += done.rebased
                 if progress is not None:

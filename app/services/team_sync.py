@@ -77,7 +77,7 @@ class TeamSync:
             if shared and time.monotonic() < next_round:
                 try:
                     self.on_change(self.team.recount(project), 0)
-                except Exception:  # noqa: BLE001 — only a count for the header
+                except Exception:  # only a count for the header
                     log.debug("counting what waits failed", exc_info=True)
             elif shared:
                 pause = POLL_S
@@ -93,7 +93,7 @@ class TeamSync:
                     pause = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
                     failures += 1
                     self.on_change(self.team.status(project), 0)
-                except Exception:  # noqa: BLE001 — a bug must not stop the team's rounds; said in the log
+                except Exception:  # a bug must not stop the team's rounds; said in the log
                     log.exception("a team sync round failed")
                     pause = BACKOFF_S[-1]
                 next_round = time.monotonic() + (pause if failures else 0.0)

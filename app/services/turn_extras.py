@@ -59,7 +59,7 @@ def _before(message: Message, page: list[Message], memory, project: str) -> Mess
     earlier = [m for m in page if (m.ts_ms, m.id) < (message.ts_ms, message.id) and m.turn_id != message.turn_id]
     if earlier:
         return max(earlier, key=lambda m: (m.ts_ms, m.id))
-    from app.memory.index import Filters
+    from app.core.filters import Filters
 
     found = [m for m in memory.list(project, limit=3, filters=Filters(until_ms=message.ts_ms))
              if m.id != message.id and m.turn_id != message.turn_id]

@@ -135,7 +135,7 @@ def desktop_problem() -> str:
     if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM", "xcb") not in ("", "xcb") \
             or not os.environ.get("DISPLAY") or QApplication.instance() is not None:
         return ""
-    from app.ui.self_test import check_desktop
+    from app.ui.desktop_check import check_desktop
 
     status, detail = check_desktop()
     return "" if status == "ok" else detail

@@ -55,7 +55,7 @@ class BriefView(QWidget):
         self._live = ""
         self.show_brief("", [])
 
-    def showEvent(self, event) -> None:  # noqa: N802
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         self.wanted.emit()
 

@@ -12,6 +12,7 @@ import time
 from PySide6.QtCore import QObject, Signal
 
 from app.core.dates import as_read
+from app.core.filters import Filters
 from app.ui.chat_view import ChatView
 from app.ui.workspace import Workspace
 
@@ -166,8 +167,6 @@ class ChatPresenter(QObject):
         ws = self.workspace
         if ws.services is None:
             return
-        from app.memory.index import Filters
-
         memory, ledger, project, skip = ws.services.memory, ws.conversation.ledger, ws.project, set(shown)
 
         def load(report):

@@ -148,7 +148,7 @@ class Composer(QPlainTextEdit):
         frame = int(self.document().documentMargin() * 2 + self.frameWidth() * 2 + 8)
         self.setFixedHeight(max(low, min(high, lines)) * line + frame)
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt's name)
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             self.submitted.emit()
             return
@@ -163,7 +163,7 @@ class Transcript(QTextBrowser):
     """The transcript's browser: a copy of a selection leaves out the soft breaks Kelvin put in long
     words (they are there to let a narrow view wrap, not to be pasted)."""
 
-    def createMimeDataFromSelection(self):  # noqa: N802
+    def createMimeDataFromSelection(self):
         data = super().createMimeDataFromSelection()
         if data.hasText():
             data.setText(data.text().replace(ZWSP, ""))
@@ -350,12 +350,12 @@ class ChatView(QWidget):
         if self._at_end:  # after the layout that changed the range has settled
             QTimer.singleShot(0, self, self._keep_at_end)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_measure()
         self._place_jump()
 
-    def showEvent(self, event) -> None:  # noqa: N802
+    def showEvent(self, event) -> None:
         """Shown again after whatever happened while hidden (another tab, minimised, resized, moved
         to another screen): the line is measured again against the width the transcript has now,
         once the layout has given it that width."""
@@ -363,7 +363,7 @@ class ChatView(QWidget):
         self._fit_measure()
         QTimer.singleShot(0, self, self._fit_measure)
 
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+    def eventFilter(self, obj, event) -> bool:
         """The transcript's own area changed size, font or screen: a hidden chat's area is resized
         when it is shown again, and that is when its line must follow (not only a resize while it
         was visible)."""
@@ -427,7 +427,7 @@ class ChatView(QWidget):
         if first is not None:
             self._render(first)
 
-    def changeEvent(self, event) -> None:  # noqa: N802
+    def changeEvent(self, event) -> None:
         super().changeEvent(event)
         if self._built and event.type() in _REFIT_EVENTS:
             self._measure = -1  # another font or screen: another measure, even at the same width

@@ -38,7 +38,7 @@ class FirstPaint(QObject):
         self._widget, self._then = widget, then
         widget.installEventFilter(self)
 
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt's name)
+    def eventFilter(self, obj, event) -> bool:
         if obj is self._widget and event.type() == QEvent.Type.Paint:
             obj.removeEventFilter(self)
             QTimer.singleShot(0, self._then)

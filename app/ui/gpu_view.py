@@ -42,7 +42,7 @@ class VramPlot(QWidget):
         self.threshold_mb = g.total_mb - reserve_mb
         self.update()
 
-    def paintEvent(self, event) -> None:  # noqa: N802
+    def paintEvent(self, event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         r = QRectF(self.rect()).adjusted(58, 8, -8, -18)

@@ -74,7 +74,7 @@ class Header(QWidget):
         rows.addLayout(self._second)
         self._narrow: bool | None = None
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self.fit(self.width())
 

@@ -359,7 +359,7 @@ class MainWindow(QMainWindow):
         self._quitting = True
         self.close()
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+    def closeEvent(self, event: QCloseEvent) -> None:
         self._save_geometry()
         if not self._quitting and self.tray.keep_running.isChecked() and self.tray.available:
             self.hide()  # Kelvin keeps watching the GPU and committing; the tray brings it back

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
+from app.core.filters import Filters
 from app.core.records import RecordError
 from app.ui.memory_view import MemoryView
 from app.ui.worker import Pools
@@ -53,8 +54,6 @@ class MemoryBrowser(QObject):
     def query(self, text: str, values: dict) -> None:
         if self.services is None:
             return
-        from app.memory.index import Filters  # here, not at the top: it loads pyarrow (after the first paint)
-
         memory, project, filters = self.services.memory, self.project, Filters(**values)
         self._query += 1
         number = self._query

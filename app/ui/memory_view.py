@@ -120,13 +120,13 @@ class MessagesModel(QAbstractTableModel):
         except ValueError:
             return -1
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.ids)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return COLUMNS[section]
         return None
@@ -138,7 +138,7 @@ class MessagesModel(QAbstractTableModel):
             return base | Qt.ItemFlag.ItemIsEditable
         return base
 
-    def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
+    def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:
         """An edit is asked for with ``edit_requested``; the row shows it once it is stored."""
         if role != Qt.ItemDataRole.EditRole or not index.isValid() or index.column() != TEXT_COLUMN:
             return False
@@ -191,7 +191,7 @@ class _TextEditor(QPlainTextEdit):
         super().__init__(parent)
         self._delegate = delegate
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802
+    def keyPressEvent(self, event) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             self._delegate.commitData.emit(self)
             self._delegate.closeEditor.emit(self)
@@ -226,22 +226,22 @@ class MessageDelegate(QStyledItemDelegate):
         doc.drawContents(painter)
         painter.restore()
 
-    def createEditor(self, parent, option, index):  # noqa: N802
+    def createEditor(self, parent, option, index):
         return _TextEditor(parent, self) if index.column() == TEXT_COLUMN else super().createEditor(parent, option, index)
 
-    def setEditorData(self, editor, index) -> None:  # noqa: N802
+    def setEditorData(self, editor, index) -> None:
         if isinstance(editor, _TextEditor):
             editor.setPlainText(index.data(Qt.ItemDataRole.EditRole) or "")
         else:
             super().setEditorData(editor, index)
 
-    def setModelData(self, editor, model, index) -> None:  # noqa: N802
+    def setModelData(self, editor, model, index) -> None:
         if isinstance(editor, _TextEditor):
             model.setData(index, editor.toPlainText(), Qt.ItemDataRole.EditRole)
         else:
             super().setModelData(editor, model, index)
 
-    def updateEditorGeometry(self, editor, option, index) -> None:  # noqa: N802
+    def updateEditorGeometry(self, editor, option, index) -> None:
         rect = option.rect
         if isinstance(editor, _TextEditor):
             rect.setHeight(max(rect.height(), 110))
@@ -391,7 +391,7 @@ class MemoryView(QWidget):
         self.count.setText(what)
 
     # ---- edit, delete, undo ----------------------------------------------------------------------------
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         """In a narrow window (a sidebar) the domain and engine columns step aside for the message
         itself; the filters above still say them, and each row's tooltip holds everything."""
         super().resizeEvent(event)
@@ -399,7 +399,7 @@ class MemoryView(QWidget):
         for col in NARROW_HIDDEN:
             self.table.setColumnHidden(col, narrow)
 
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+    def eventFilter(self, obj, event) -> bool:
         if obj is self.table and event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Delete \
                 and self.table.state() != QTableView.State.EditingState:
             self.delete_selected()

@@ -63,13 +63,13 @@ class CurrentModel(QAbstractTableModel):
         self.rows = sorted(rows, key=lambda c: (c.entry.engine, c.entry.name or c.entry.parameter, c.entry.scope))
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(CURRENT_COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return CURRENT_COLUMNS[section]
         return None
@@ -117,7 +117,7 @@ class CurrentModel(QAbstractTableModel):
                 when(d.ts_ms) if d is not None else "", (d.author or who(d.by)) if d is not None else "",
                 "" if p is None else format_value(p.value, p.unit))[index.column()]
 
-    def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
+    def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:
         if role != Qt.ItemDataRole.EditRole or not index.isValid() or index.column() != VALUE_COLUMN:
             return False
         text = str(value).strip()
@@ -142,13 +142,13 @@ class HistoryModel(QAbstractTableModel):
         self.sources = dict(sources)
         self.endResetModel()
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.entries)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(HISTORY_COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return HISTORY_COLUMNS[section]
         return None
@@ -238,7 +238,7 @@ class SettingsPanel(QWidget):
     def selected_key(self):
         return self._key
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
+    def resizeEvent(self, event) -> None:
         """In a narrow window (400 px beside the DCC) the table shows what matters — the setting, what
         was decided, what the file holds — and the engine moves in front of the name; when, by whom
         and the value before are in the history below."""

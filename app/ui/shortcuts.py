@@ -75,6 +75,6 @@ class ShortcutSheet(QDialog):
     def keys(self) -> list[str]:
         return [self.table.item(r, 0).text() for r in range(self.table.rowCount())]
 
-    def showEvent(self, event) -> None:  # noqa: N802
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         self.table.setFocus(Qt.FocusReason.OtherFocusReason)

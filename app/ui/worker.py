@@ -54,7 +54,7 @@ class Worker(QRunnable):
         s.started.emit()
         try:
             value = self._fn(s.yielded.emit, *self._args, **self._kwargs)
-        except Exception as exc:  # noqa: BLE001 — handed to the UI, which shows it
+        except Exception as exc:  # handed to the UI, which shows it
             log.debug("worker failed", exc_info=True)
             s.errored.emit(exc)
         else:

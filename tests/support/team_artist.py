@@ -19,7 +19,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 PARAMS = (("gi clamp", "octane", ("10", "25", "4")), ("max samples", "octane", ("2000", "4000", "8000")),
           ("denoiser", "octane", ("on", "off")))
@@ -69,7 +68,7 @@ def work(svc, team, artist: str, project: str, ops: int, seed: int) -> dict:
                 ledger.set(name, rng.choice(values), engine=engine, project=project)
             else:
                 svc.remember(f"{artist} keeps: {rng.choice(WORDS)} {n}", project=project)[1].result()
-        except Exception as exc:  # noqa: BLE001 — a message edited away or deleted by a teammate meanwhile
+        except Exception as exc:  # a message edited away or deleted by a teammate meanwhile
             from app.core.records import RecordError
 
             if not isinstance(exc, RecordError):

@@ -3,8 +3,8 @@
 ``ollama:<model>`` (default ``ollama:nomic-embed-text``), ``openai:<model>`` (an OpenAI-compatible
 server's ``/v1/embeddings``: LM Studio, llama.cpp, …), ``st:<model name or path>`` (the optional
 sentence-transformers extra, fully offline), and ``none`` (full-text search only).
-An embedder that cannot be reached raises :class:`EmbedderUnavailable`; the memory keeps
-working on full-text search and fills the vectors in later.
+An embedder that cannot be reached raises :class:`~app.core.embedding.EmbedderUnavailable`; the
+memory keeps working on full-text search and fills the vectors in later.
 """
 from __future__ import annotations
 
@@ -13,41 +13,11 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Literal, Protocol, Sequence
+from typing import Sequence
 
+from app.core.embedding import Embedder, EmbedderUnavailable, Kind, NoEmbedder
 
 log = logging.getLogger("kelvin.embedders")
-
-Kind = Literal["document", "query"]
-
-
-class EmbedderUnavailable(RuntimeError):
-    pass
-
-
-class Embedder(Protocol):
-    spec: str
-
-    def dim(self) -> int:
-        """Vector size (0 for no embedder). May contact the embedder once."""
-        ...
-
-    def embed(self, texts: Sequence[str], kind: Kind = "document") -> list[list[float]]: ...
-
-    def close(self) -> None: ...
-
-
-class NoEmbedder:
-    spec = "none"
-
-    def dim(self) -> int:
-        return 0
-
-    def embed(self, texts: Sequence[str], kind: Kind = "document") -> list[list[float]]:
-        raise EmbedderUnavailable("no embedder configured (full-text search only)")
-
-    def close(self) -> None:
-        pass
 
 
 class OllamaEmbedder:
@@ -182,7 +152,7 @@ class SentenceTransformerEmbedder:
 
             try:
                 self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-            except Exception as exc:  # a broken model folder is an expected, reportable problem
+            except Exception as exc:  # noqa: BLE001 — a broken model folder is an expected, reportable problem
                 raise EmbedderUnavailable(f"could not load the model at {path}: {exc}") from None
             return self._model
 
