@@ -82,7 +82,8 @@ def test_kelvin_running_a_blender_program_disables_autoexec_and_runs_none_of_it(
     monkeypatch.setenv("KELVIN_BLENDER_ARGV", str(argv))
     kelvin("project", "create", "Forest")
     out = kelvin("--project", "Forest", "scene", "import", str(blend)).stdout
-    assert out.startswith("Imported 31 settings from bait.blend · scene 'Scene' (Cycles)")
+    # 35 since issue 30: the lights' power and temperature (under each light's name) and the view transform are settings
+    assert out.startswith("Imported 35 settings from bait.blend · scene 'Scene' (Cycles)")
     given = json.loads(argv.read_text())
     assert given[:6] == ["--background", "--factory-startup", "--disable-autoexec", "--python-exit-code", "1", "--python"]
     assert _ran(marks) == set()
