@@ -439,57 +439,68 @@ class Extractor:
     # ---- values -----------------------------------------------------------------------------------
     def _value(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int],
                starts: dict[int, int] | None = None, arrow: list | None = None):
-        """(value, unit, restore) for the parameter at toks[start:end], consuming the value's tokens."""
+        """(value, unit, restore) for the parameter at toks[start:end], consuming the value's tokens:
+        a switch's state, a choice, else a value with the parameter's unit just before its name ("a 35mm
+        lens"), the nearest value after the name, or one just before it ("1024 samples")."""
         starts = starts or {}
-        n = len(toks)
         if spec.kind == "bool":
             return self._bool(spec, toks, start, end, used)
         if spec.kind == "enum":
-            if start > 0 and toks[start - 1] == "no" and "none" in spec.values and start - 1 not in used:
-                used.add(start - 1)  # "no denoiser", "still no denoise" ("without denoising at 2%" is a test)
-                return "none", "", False
-            for i in range(max(0, start - 3), start):  # "ai denoiser": the value holds the parameter's name
-                hit = self.cat.enum_value(spec, toks, i)
-                if hit and i + hit[1] == end and not used & set(range(i, start)):
-                    used.update(range(i, end))
-                    off = _has(" " + " ".join(toks[max(0, i - 3):i]) + " ", self.cues.off_verbs | {"killing"}) \
-                        or "off" in toks[end:]  # "killing the ai denoiser", "tried the AI denoiser … so it's off"
-                    if off:
-                        return ("none", "", False) if "none" in spec.values else None
-                    return hit[0], "", False
-            before = next(((i, hit) for i in range(max(0, start - 4), start)
-                           if (hit := self.cat.enum_value(spec, toks[:start], i)) and i + hit[1] == start), None)
-            for i in range(end, min(n, end + 6)):  # "kernel: path tracing", "primary gi engine to brute force"
-                if self._in_engine(toks, i):
-                    continue
-                hit = self.cat.enum_value(spec, toks, i)
-                if i in used and not (hit and (toks[i] in self._engine_words or toks[i - 1] == "from")):
-                    break  # (but "denoiser at Octane AI", "convergence mode from path traced to variance")
-                if hit and before and i + hit[1] in starts and not used & set(range(before[0], start)):
-                    # "brute force primary, light cache secondary" ("primary BF, secondary none" is not that)
-                    used.update(range(before[0], start))
-                    return before[1][0], "", False
-                if hit and i > 0 and toks[i - 1] == "from":  # "switched the kernel from path tracing to PMC"
-                    j = i + hit[1]
-                    later = self.cat.enum_value(spec, toks, j + 1) if toks[j:j + 1] == ["to"] else None
-                    if later:
-                        used.update(range(i, j + 1 + later[1]))
-                        if arrow is not None and later[0] != hit[0]:
-                            arrow.append((hit[0], ""))  # path tracing was in use until now
-                        return later[0], "", False
-                if hit:
-                    used.update(range(i, i + hit[1]))
-                    return hit[0], "", self._restore_before(toks, i)
-                if toks[i] not in self.cues.join and toks[i] != "back":  # "secondary back to light cache"
-                    break
-            for i in range(max(0, start - 4), start):  # "brute force for primary gi", "the pt kernel"
-                hit = self.cat.enum_value(spec, toks[:start], i)
-                if hit and i + hit[1] <= start and all(t in self.cues.join or t in ("for", "as") for t in toks[i + hit[1]:start]):
-                    used.update(range(i, i + hit[1]))
-                    return hit[0], "", False
-            return None
-        # numbers, ranges, resolutions, text: a value with this parameter's unit just before the name
-        # ("a 35mm lens"), else the nearest value after it, else one just before it ("1024 samples")
+            return self._choice(spec, toks, start, end, used, starts, arrow)
+        return (self._with_unit_before(spec, toks, start, used)
+                or self._after_name(spec, toks, start, end, used, starts, arrow)
+                or self._before_name(spec, toks, start, used))
+
+    def _choice(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int], starts: dict[int, int],
+                arrow: list | None):
+        """The value of a choice ("kernel: path tracing", "no denoiser", "brute force for primary gi")."""
+        n = len(toks)
+        if start > 0 and toks[start - 1] == "no" and "none" in spec.values and start - 1 not in used:
+            used.add(start - 1)  # "no denoiser", "still no denoise" ("without denoising at 2%" is a test)
+            return "none", "", False
+        for i in range(max(0, start - 3), start):  # "ai denoiser": the value holds the parameter's name
+            hit = self.cat.enum_value(spec, toks, i)
+            if hit and i + hit[1] == end and not used & set(range(i, start)):
+                used.update(range(i, end))
+                off = _has(" " + " ".join(toks[max(0, i - 3):i]) + " ", self.cues.off_verbs | {"killing"}) \
+                    or "off" in toks[end:]  # "killing the ai denoiser", "tried the AI denoiser … so it's off"
+                if off:
+                    return ("none", "", False) if "none" in spec.values else None
+                return hit[0], "", False
+        before = next(((i, hit) for i in range(max(0, start - 4), start)
+                       if (hit := self.cat.enum_value(spec, toks[:start], i)) and i + hit[1] == start), None)
+        for i in range(end, min(n, end + 6)):  # "kernel: path tracing", "primary gi engine to brute force"
+            if self._in_engine(toks, i):
+                continue
+            hit = self.cat.enum_value(spec, toks, i)
+            if i in used and not (hit and (toks[i] in self._engine_words or toks[i - 1] == "from")):
+                break  # (but "denoiser at Octane AI", "convergence mode from path traced to variance")
+            if hit and before and i + hit[1] in starts and not used & set(range(before[0], start)):
+                # "brute force primary, light cache secondary" ("primary BF, secondary none" is not that)
+                used.update(range(before[0], start))
+                return before[1][0], "", False
+            if hit and i > 0 and toks[i - 1] == "from":  # "switched the kernel from path tracing to PMC"
+                j = i + hit[1]
+                later = self.cat.enum_value(spec, toks, j + 1) if toks[j:j + 1] == ["to"] else None
+                if later:
+                    used.update(range(i, j + 1 + later[1]))
+                    if arrow is not None and later[0] != hit[0]:
+                        arrow.append((hit[0], ""))  # path tracing was in use until now
+                    return later[0], "", False
+            if hit:
+                used.update(range(i, i + hit[1]))
+                return hit[0], "", self._restore_before(toks, i)
+            if toks[i] not in self.cues.join and toks[i] != "back":  # "secondary back to light cache"
+                break
+        for i in range(max(0, start - 4), start):  # "brute force for primary gi", "the pt kernel"
+            hit = self.cat.enum_value(spec, toks[:start], i)
+            if hit and i + hit[1] <= start and all(t in self.cues.join or t in ("for", "as") for t in toks[i + hit[1]:start]):
+                used.update(range(i, i + hit[1]))
+                return hit[0], "", False
+        return None
+
+    def _with_unit_before(self, spec: ParamSpec, toks: list[str], start: int, used: set[int]):
+        """A value with this parameter's unit just before its name ("a 35mm lens")."""
         for i in range(start - 1, max(-1, start - 3), -1):
             if i in used:
                 break
@@ -501,6 +512,13 @@ class Extractor:
                     return got[0], got[1], False
             if toks[i] not in self.cues.before_join:
                 break
+        return None
+
+    def _after_name(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int],
+                    starts: dict[int, int], arrow: list | None):
+        """The nearest value after the name, over joining words ("GI clamp is now at 10"); of "8 -> 4",
+        "from 8 to 4" and "was 4, now 10" the later one (the earlier goes to ``arrow``)."""
+        n = len(toks)
         i = end
         steps = 0
         prev = None
@@ -555,6 +573,10 @@ class Extractor:
             prev = tok
             i += 1
             steps += 1
+        return None
+
+    def _before_name(self, spec: ParamSpec, toks: list[str], start: int, used: set[int]):
+        """A value just before the name: "1024 samples", "16 gi bounces", "2-3 gi bounces"."""
         for i in range(start - 1, max(-1, start - 4), -1):  # "1024 samples", "a 35mm lens", "16 gi bounces"
             if i in used:
                 break
