@@ -29,7 +29,9 @@ _CHANGE = re.compile(
     rf"|(?:\bold(?:\s+value)?\s*:?\s*(?P<a4>{_NUM})[,;]?\s+new(?:\s+value)?\s*:?\s*(?P<b4>{_NUM}))",
     re.IGNORECASE)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from app.core.extraction import OLD_VALUE_BAD as COMPLAINTS  # noqa: E402 — the rules' own list
+from app.services.memory import load_cues  # noqa: E402
+
+COMPLAINTS = load_cues().old_value_bad  # the rules' own list (resources/phrases/turned_down.toml)
 
 
 def _number(text: str):

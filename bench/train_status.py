@@ -60,7 +60,7 @@ def rows_of(extractor, sessions: dict) -> list[tuple[str, list[str], str]]:
             ctx = X.Context()
             for row in rows:
                 text = X._layout(row["text"][:X.MAX_TEXT])
-                sentences = [Sentence(x, extractor.cat) for x in X._sentences(text)]
+                sentences = [Sentence(x, extractor.cat) for x in X._sentences(extractor.cues, text)]
                 before = ctx
                 got, ctx = extractor.extract(row["text"], row["role"], ctx)
                 labels = [mention_key(m, with_scope=False) for m in row.get("expected", [])]
@@ -89,7 +89,7 @@ def matrix_rows(extractor) -> list[tuple[str, list[str], str]]:
     try:
         for r in statements(extractor):
             ctx = X.Context(engine=r.engine)
-            sentences = [Sentence(x, extractor.cat) for x in X._sentences(X._layout(r.text))]
+            sentences = [Sentence(x, extractor.cat) for x in X._sentences(extractor.cues, X._layout(r.text))]
             got, _ = extractor.extract(r.text, r.role, ctx)
             left = [(w.engine or "", w.parameter, se.norm_value(w.value), w.status, "") for w in r.expected]
             for n, m in enumerate(got):

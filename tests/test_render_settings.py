@@ -6,6 +6,7 @@ import pytest
 from app.core.extraction import APPLIED, PROPOSED, REJECTED, Context, Extractor
 from app.core.ledger import UNSET, Entry, Ledger, fold
 from app.core.parameters import Catalogue, parse_number, parse_value, specs_from_dict
+from app.services.memory import load_cues
 
 TAXONOMY = {
     "params": {
@@ -43,7 +44,7 @@ ENGINES = {"octane": ("octane",), "redshift": ("redshift", "rs")}
 
 @pytest.fixture(scope="module")
 def ex():
-    return Extractor(Catalogue(specs_from_dict(TAXONOMY), ENGINES))
+    return Extractor(Catalogue(specs_from_dict(TAXONOMY), ENGINES), load_cues())
 
 
 def said(ex, *lines):

@@ -7,7 +7,8 @@ of one-letter typos), the values said with them ("to 10", "1024 samples", "f/2.8
 order with a :class:`Context` (the engine being talked about, the parameters just discussed,
 the proposals waiting for an answer), so "ok, using 4" and "that didn't help, back to 25" are
 understood. Unknown parameters next to a number in a sentence that names an engine are kept as
-candidates. Pure: no I/O.
+candidates. The words the rules look for are data, in the phrase book (:class:`app.core.cues.Cues`,
+read from ``resources/phrases/``). Pure: no I/O.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from app.core import parameters as P
 from app.core.answer_tables import compared
+from app.core.cues import Cues
 from app.core.parameters import ANY, Catalogue, ParamSpec, Value
 from app.core.scopes import OBJECT_KEYS, scope_of
 from app.core.status_model import Sentence, StatusModel, locate
@@ -24,86 +26,6 @@ from app.core.status_model import read as read_status
 APPLIED, PROPOSED, REJECTED = "applied", "proposed", "rejected"
 STATUSES = (APPLIED, PROPOSED, REJECTED)
 MAX_TEXT = 20_000  # settings come from the head of a huge paste
-
-_SENTENCE = re.compile(r"(?<=[!?;\n])|(?<=\.)(?=\s|$)|(?<=\w)\s*,\s*(?=(?:but|then|actually|and then|back to|so)\b)")
-_JOIN = {"@", "already", "still", "currently", "all", "actually", "locked", "really", "somewhere", "between", "anywhere", "range", "high", "low", "higher", "lower", "in", "to", "at", "=", ":", "is", "of", "now", "on", "around", "about", "approx", "approximately",
-         "roughly", "like", "maybe", "just", "it", "set", "the", "a", "an", "from", "value", "by", "with", "be",
-         "down", "up", "into", "are", "were", "was", "stayed", "been", "s", "'s", "under", "over", "stays", "stay", "staying", "remains",
-         "kept", "left", "leaving", "i", "we", "did", "have", "has", "keep", "bumped", "dropped", "raised", "lowered",
-         "pushed", "pulled", "cranked", "turned", "moved", "changed", "reduced", "increased", "went", "back"}
-_BEFORE_JOIN = {"a", "the", "of", "with", "at", "to", "x", "and", "on"}  # "did 10 on the clamp"
-
-_QUESTION_START = {"should", "could", "can", "would", "what", "how", "shall", "is", "does", "do", "why", "which"}
-_PROPOSAL = ("idea", "try", "trying", "maybe", "perhaps", "could", "might", "what if", "what about", "how about",
-             "consider", "thinking about", "thinking of", "suggest", "recommend", "i'd", "i would", "you'd",
-             "start with", "worth", "experiment", "test with", "testing", "let's see if", "see if", "option",
-             "would", "probably", "possibly", "wondering", "planning", "plan to", "want to try",
-             "go for", "aim for", "keep it around", "i'd go", "if you", "you can", "you may", "potentially",
-             "should", "could also", "tempted", "considering", "plan", "plan is", "the plan", "thinking")
-_APPLIED_STRONG = ("went with", "going with", "go with", "settled on", "settle on", "using", "use", "set",
-                   "is now", "are now", "changed", "switched", "locked", "final", "keeping", "keep", "stick with",
-                   "sticking with", "bumped", "dropped", "lowered", "raised", "increased", "decreased", "halved",
-                   "doubled", "reduced", "turned", "enabled", "disabled", "we're on", "we are on", "applied",
-                   "it is", "make it", "made it", "put it", "put", "now at", "now on", "cranked", "upped",
-                   "ended up", "moved", "rotated", "done", "ok", "okay", "yep", "yes", "fine", "works",
-                   "actually", "gave", "set it")
-_REJECT = ("didn't help", "did not help", "didn't work", "did not work", "doesn't work", "does not work",
-           "made it worse", "makes it worse", "worse", "no good", "not working", "revert", "reverted", "undo",
-           "forget the", "forget it", "scrap", "scrapped", "too low", "too high", "too much", "too little",
-           "no luck", "nope", "didn't do", "did nothing", "no difference", "no change", "ruined", "broke",
-           "not good", "not better", "wasn't", "was not", "rolled back", "roll back", "back to", "go back",
-           "went back", "return to", "drop the", "ditch", "ditched", "killed", "kills", "too slow", "takes forever",
-           "took forever", "too dark", "too expensive", "overkill", "too few", "not enough")
-_RESTORE = ("back to", "revert to", "reverted to", "return to", "returned to", "go back to", "went back to",
-            "roll back to", "rolled back to", "old value of", "old value", "reverting to")
-_CONFIRM = ("done", "ok", "okay", "yep", "yes", "sure", "deal", "sounds good", "will do", "set", "did that",
-            "going with that", "go with that", "let's do that", "let's do it", "do it", "that works", "it works",
-            "applied", "changed it", "set it", "did that", "did it", "works", "worked", "good call",
-            "switched", "all of that", "going with all", "both off", "both on", "changed")
-_BARE_VALUE_CUES = ("new value", "moving to", "moved to", "compromise at", "compromise of", "difference at",
-                    "landed on", "landed at", "settling at", "settling on", "make it", "made it", "using", "use", "went with", "go with", "going with", "back to",
-                    "revert to", "try", "trying", "set it to", "set it at", "it is", "change it to", "changed it to",
-                    "bump it to", "bumped it to", "drop it to", "dropped it to", "lower it to", "lowered it to",
-                    "raise it to", "raised it to", "let's do", "settle on", "settled on", "stick with", "keep it at",
-                    "now at", "put it at", "take it to", "took it to", "ok", "okay", "yep", "fine", "then",
-                    "down to", "up to", "up it to", "reduce it to", "increase it to", "took", "chose",
-                    "picked", "staying at", "staying", "sticking with", "stay at", "bumped to", "dropped to", "lowered to", "raised to", "upped to", "increased to",
-                    "reduced to", "bumped it", "keeping", "keep", "stays at", "stay at", "stays", "leave it at", "left it",
-                    "left it at", "leaving it at", "leaving at", "leaving it", "old value of", "old value", "value of")
-_SHARED_ENUM_CUES = ("gi", "gi is", "gi on", "is now", "now", "keeping", "keep", "staying on", "stick with",
-                     "sticking with", "went with", "go with", "going with", "using", "switched to", "switch to", "gi :",
-                     "current :", "currently", "currently on", "currently using",
-                     "switching to", "changed to", "moved to", "settled on", "primary", "primary is", "secondary",
-                     "secondary is", "set to", "set it to")
-_ENUM_AFTER = (("it", "is"), ("is", "on"), ("is", "enabled"), ("on", "it"), ("is", "in"), ("now",), ("mode",))
-_ENUM_CUES = (":", "gi", "gi is", "is now", "now", "keeping", "keep", "staying on", "staying", "stick with", "sticking with", "went with", "go with", "going with", "use", "using", "switch to", "switched to", "set", "with", "on",
-              "chose", "picked", "settled on", "enable", "enabled", "to", "ok", "okay", "used")
-_BARE_VALUE_CUES_STRONG = ("new value", "moving to", "compromise at", "difference at", "landed on", "make it", "use", "using", "back to", "revert to", "go with", "went with",
-                          "going with", "change it to", "set it to", "raised it to", "lowered it to", "bumped it to",
-                          "dropped it to", "put it at", "set it at", "changed it to", "moved it to", "took it to",
-                          "put", "put it to", "put it on", "lowering to", "raising to", "lowered to", "raised to",
-                          "dropping to", "dropped to", "bumping to", "bumped to", "went to", "changed to", "changing to",
-                          "reduced to", "increased to", "halved to", "doubled to", "double to", "tripled to", "moved to",
-                          "leaving it at", "left it at", "keeping it at", "kept it at")
-_BOOL_OFF_VERBS = ("disable", "disabled", "disabling", "turning off", "turn off", "turned off", "switch off", "switched off", "deactivate",
-                   "deactivated", "uncheck", "unchecked", "untick", "kill", "killed")
-_BOOL_ON_VERBS = ("enable", "enabled", "enabling", "turning on", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
-                  "check", "checked", "tick", "ticked")
-_IT_ON_OFF = tuple((f" {verb} it {state} ", state == "on") for verb in ("turned", "turn", "switched", "switch", "set",
-                                                                         "put", "flipped", "flip", "have", "had",
-                                                                         "keep", "kept", "leave", "left", "leaving")
-                   for state in ("on", "off"))
-_BOOL_ON = ("enable", "enabled", "turn on", "turned on", "switch on", "switched on", "activate", "activated",
-            "use", "using", "add", "added", "check", "checked", "tick", "ticked")
-_BOOL_OFF = ("disable", "disabled", "turn off", "turned off", "switch off", "switched off", "deactivate",
-             "deactivated", "without", "no", "remove", "removed", "uncheck", "unchecked", "untick", "kill", "killed")
-# ordinary words one letter away from a taxonomy word, never "corrected" ("times" is not "time", "would" not "world")
-_COMMON = {"times", "would", "could", "should", "world", "words", "works", "lines", "steps", "later", "sides", "tiles",
-           "files", "nodes", "cards", "hours", "takes", "makes", "looks", "seems", "shots", "frames", "scenes", "lights",
-           "passes", "there", "these", "those", "where", "which", "while", "after", "under", "other", "close", "since",
-           "still", "think", "thing", "things", "point", "rates", "dates"}
-_NOT_VALUES = {"frame", "frames", "shot", "version", "v", "gb", "mb", "gigs", "gig", "vram", "tb", "minutes", "minute", "min", "mins", "hours",
-               "hour", "h", "seconds", "sec", "secs", "fps", "lights", "light", "times", "time", "x", "percent"}
 
 
 @dataclass(frozen=True)
@@ -155,8 +77,9 @@ class _Found:
 
 
 class Extractor:
-    def __init__(self, catalogue: Catalogue, status_model: StatusModel | None = None):
+    def __init__(self, catalogue: Catalogue, cues: Cues, status_model: StatusModel | None = None):
         self.cat = catalogue
+        self.cues = cues  # the phrase book (resources/phrases/*.toml)
         self.status_model = status_model  # how statuses are read (None: by the rules alone)
         self.guess = False  # offer loose values to the status model (on whenever there is one)
         vocab = {w for words in list(catalogue._phrases) + list(catalogue.engines) for w in words if w.isalpha()}
@@ -172,7 +95,7 @@ class Extractor:
     # ---- typos ------------------------------------------------------------------------------------
     def _fix(self, tok: str) -> str:
         """A one-letter typo of a taxonomy word ("calmp", "smaples", "deapth", "limti") → the word."""
-        if len(tok) < 5 or not tok.isalpha() or tok in self._vocab or tok in _COMMON:
+        if len(tok) < 5 or not tok.isalpha() or tok in self._vocab or tok in self.cues.common:
             return tok
         hit = None
         for i in range(len(tok)):  # one letter too many
@@ -208,7 +131,7 @@ class Extractor:
         said_in: dict[int, int] = {}  # id(mention) → the sentence it was said in
         past: set[int] = set()  # the sentences told in the past tense ("out-of-core was off")
         before: list[str] = []  # the previous sentence's words
-        sentences = _sentences(text)
+        sentences = _sentences(self.cues, text)
         said = [Sentence(x, self.cat) for x in sentences]  # tokens and names, worked out once if needed
         guesses: list[Mention] = []
         for n_sentence, sentence in enumerate(sentences):
@@ -218,13 +141,13 @@ class Extractor:
             toks = self._shared_word(self._under_heading(toks, engine_ctx), engine_ctx)
             found = self.cat.find(toks)
             engines = [w for start, _, w in found if isinstance(w, str)
-                       and not _COMPARED & set(toks[max(0, start - 3):start])  # "to match the Redshift look"
-                       and not (toks[start - 1:start] == ["from"] and _LEFT_FROM & set(toks[max(0, start - 3):start]))]
+                       and not self.cues.compared & set(toks[max(0, start - 3):start])  # "to match the Redshift look"
+                       and not (toks[start - 1:start] == ["from"] and self.cues.left_from & set(toks[max(0, start - 3):start]))]
             if engines:
                 engine_ctx = engines[-1]
             if engine_ctx and any(not isinstance(w, str) and self._resolve(w, engine_ctx) is None for _, _, w in found):
                 found = self.cat.find(toks, engine_ctx)  # "kernel pt, samples 1024" in Octane
-            status = _status(sentence, toks, role)
+            status = _status(self.cues, sentence, toks, role)
             # "…, back to 25"; "Set it to 8."; "It's at 2." (what the model just asked about)
             here = {s.ident for s in here_so_far}
             running = replace(ctx, last=tuple(s for s in ctx.last if s not in ctx.asked and s.ident not in here)
@@ -255,7 +178,7 @@ class Extractor:
         out = _dedupe(_with_rejections(_replaced(out, said_in, past)))
         turned = {(m.engine, m.parameter, repr(m.value)) for m in out if m.status == REJECTED}
         out = [m for m in out if not (m.before and (m.engine, m.parameter, repr(m.value)) in turned)]  # "25 was too noisy, now 10"
-        if any(m.before for m in out) and complains(text):  # "too blue, so I changed it from 7500K to 6000K"
+        if any(m.before for m in out) and complains(self.cues, text):  # "too blue, so I changed it from 7500K to 6000K"
             out = [replace(m, status=REJECTED) if m.before else m for m in out]
         out += guesses
         if self.status_model is not None:
@@ -292,7 +215,7 @@ class Extractor:
             arrow: list[tuple] = []  # the value before "->", if the value was read after one
             got = self._value(spec, toks, start, end, used, starts, arrow)
             if got is None and role != "assistant" and status != REJECTED:
-                took = _took_by_name(spec, toks, start, end, ctx.proposals)  # "done on the max samples"
+                took = _took_by_name(self.cues, spec, toks, start, end, ctx.proposals)  # "done on the max samples"
                 if took is not None:
                     out.append(took)
                     continue
@@ -318,7 +241,7 @@ class Extractor:
                 view = toks[:self._next_enum(spec, toks, max(used - taken, default=end - 1) + 1)]
             else:
                 view = toks
-            if status == PROPOSED and role == "user" and _states(toks, start, end, at):
+            if status == PROPOSED and role == "user" and _states(self.cues, toks, start, end, at):
                 st = APPLIED  # "max samples is 16000?? i didnt change it": the state, asked about
             later: list[Mention] = []
             if status == PROPOSED and used - taken:  # "drop the clamp to 2 or 4": both are proposals
@@ -331,18 +254,18 @@ class Extractor:
                     out.append(replace(_mention(spec, value, unit, st), restore=True))
                     out += self._sibling(spec, toks, used, st)
                     continue
-            elif status == REJECTED and not _cue_after(view, at, _REJECT_VALUE_CUES) \
-                    and not _turned_down(view, max(used - taken, default=at)):
-                st = APPLIED if not _has(low, _PROPOSAL) else PROPOSED
+            elif status == REJECTED and not _cue_after(self.cues, view, at, self.cues.reject_value_cues) \
+                    and not _turned_down(self.cues, view, max(used - taken, default=at)):
+                st = APPLIED if not _has(low, self.cues.proposal) else PROPOSED
             elif status == APPLIED and role != "assistant" and (
-                    _cue_after(view, at, _REJECT_VALUE_CUES) or _turned_down(view, max(used - taken, default=at))
+                    _cue_after(self.cues, view, at, self.cues.reject_value_cues) or _turned_down(self.cues, view, max(used - taken, default=at))
                     or ("tried" in toks[max(0, start - 4):min(start, at)]  # "I tried the AI denoiser and it … mushy"
-                        and any(t in _DOWN_WORDS for t in toks[at:]))):
+                        and any(t in self.cues.down_words for t in toks[at:]))):
                 st = REJECTED  # "so no f/4", "the 15 was worse", "caustic blur 0.1 too soft"
                 known = spec in ctx.last or any((m.engine, m.parameter) == spec.ident
                                                 for m in ctx.proposals + ctx.applied)
                 if not known and not {"tried", "tested", "was", "were", "try", "testing"} & set(toks) \
-                        and not _cue_after(toks, at, _REJECT_VALUE_CUES):
+                        and not _cue_after(self.cues, toks, at, self.cues.reject_value_cues):
                     st = APPLIED  # "SSS samples are on 2 and the knuckles look blotchy": the state, with its problem
             if spec.kind in ("text", "resolution") and role != "assistant":  # "1/125 instead of 1/50"
                 later = self._refused(spec, toks, used) + later
@@ -352,7 +275,7 @@ class Extractor:
             out.append(_mention(spec, value, unit, st))
             out += later
             out += self._sibling(spec, toks, used, st)
-        kelvin = next((s.key for s in reversed(ctx.last) if s.unit == "K"), "") if not _LIGHT_WORDS & set(toks) else ""
+        kelvin = next((s.key for s in reversed(ctx.last) if s.unit == "K"), "") if not self.cues.light_words & set(toks) else ""
         out += self._self_describing(toks, used, status, engine_ctx, kelvin == "white_balance",
                                      said=[m.parameter for m in out])
         if "both" in toks and role != "assistant":
@@ -374,7 +297,7 @@ class Extractor:
         spec = self.cat.specs.get((m.engine, m.parameter))
         if spec is None or m.candidate:
             return ""
-        if not (spec.key in OBJECT_KEYS or _FOR_NAMED.search(said.text)):
+        if not (spec.key in OBJECT_KEYS or self.cues.for_named_re.search(said.text)):
             return ""  # a render setting said with no "on/for the … frames|layer": render-wide
         toks: list[str] = []
         end = 0
@@ -404,7 +327,7 @@ class Extractor:
         values = [m.value for m in got if isinstance(m.value, (int, float)) and not isinstance(m.value, bool)]
         for i, tok in enumerate(toks):
             num = P.parse_number(tok)
-            if num is None or _not_a_value(toks, i) or (i > 0 and toks[i - 1] in ("f", "x", "#")):
+            if num is None or _not_a_value(self.cues, toks, i) or (i > 0 and toks[i - 1] in ("f", "x", "#")):
                 continue
             if any(P.same_value(num.value, v) for v in values) or any(t in self._engine_words for t in toks[i - 1:i]):
                 continue
@@ -432,9 +355,9 @@ class Extractor:
         heading = toks[:k]
         if not heading or not all(t.isalpha() for t in heading):
             return toks
-        if self.cat._phrases.get(tuple(heading)) and not _HEADINGS.keys() & set(heading):
+        if self.cat._phrases.get(tuple(heading)) and not self.cues.headings.keys() & set(heading):
             return toks  # "Max samples: 2048" names a parameter, not a panel
-        kinds = [w for t in heading for w in _HEADINGS.get(t, ())]
+        kinds = [w for t in heading for w in self.cues.headings.get(t, ())]
         if not kinds:
             return toks
         out = toks[:k + 1]
@@ -466,7 +389,7 @@ class Extractor:
         kind: tuple[str, ...] = ()
         for i, tok in enumerate(toks):
             nxt = toks[i + 1] if i + 1 < len(toks) else ""
-            if kind and tok.isalpha() and out and (out[-1] in _LIST_SEPARATORS or out[-1] in ("are", "is", ":")
+            if kind and tok.isalpha() and out and (out[-1] in self.cues.list_separators or out[-1] in ("are", "is", ":")
                                                    or P.parse_number(out[-1]) is not None) \
                     and P.parse_number(nxt) is not None:  # (commas are not tokens: an entry follows a value)
                 hit = next((words for k in kind for words in ((tok, *k.split()), (*k.split(), tok))
@@ -475,26 +398,27 @@ class Extractor:
                     out.extend(hit)
                     continue
             out.append(tok)
-            if tok in _HEADINGS and (P.parse_number(nxt) is not None or nxt in ("are", "is", ":", "at")):
-                kind = _HEADINGS[tok]
+            if tok in self.cues.headings and (P.parse_number(nxt) is not None or nxt in ("are", "is", ":", "at")):
+                kind = self.cues.headings[tok]
             elif not kind and tok.isalpha() and P.parse_number(nxt) is not None:
                 alone = [s for s in self.cat._phrases.get((tok,), ()) if s.engine == engine]
-                if len(alone) == 1 and alone[0].key.split("_")[-1] in _HEADINGS:  # "refraction 2, diffuse 2"
-                    kind = _HEADINGS[alone[0].key.split("_")[-1]]
+                if len(alone) == 1 and alone[0].key.split("_")[-1] in self.cues.headings:  # "refraction 2, diffuse 2"
+                    kind = self.cues.headings[alone[0].key.split("_")[-1]]
         return out
 
     def _in_context(self, spec: ParamSpec, toks: list[str], start: int, before: list[str] = (),
                     last: tuple[ParamSpec, ...] = ()) -> ParamSpec:
         """"intensity" after "HDRI" in the same sentence, or in the sentence before when this one names
         no light ("added a studio hdri. intensity 1.5, rotation 90"), is the HDRI's intensity."""
-        for (engine, key), (words, other) in _BY_CONTEXT.items():
+        words = self.cues.hdri_words
+        for (engine, key), other in _BY_CONTEXT.items():
             if spec.ident != (engine, key):
                 continue
             here = toks[max(0, start - 12):start]
             hdri = max((k for k, t in enumerate(here) if t in words), default=-1)
-            light = max((k for k, t in enumerate(here) if t in _LIGHT_WORDS), default=-1)
+            light = max((k for k, t in enumerate(here) if t in self.cues.light_words), default=-1)
             talked = next((s.key for s in reversed(last) if s.engine == ANY and s.key.startswith(("hdri", "light"))), "")
-            if hdri > light or (hdri < 0 and not _LIGHT_WORDS & set(toks) and (
+            if hdri > light or (hdri < 0 and not self.cues.light_words & set(toks) and (
                     any(t in words for t in before) or talked.startswith("hdri"))):
                 return self.cat.specs.get((engine, other), spec)  # "dome at intensity 0.9, … key at intensity 30"
         return spec
@@ -515,57 +439,68 @@ class Extractor:
     # ---- values -----------------------------------------------------------------------------------
     def _value(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int],
                starts: dict[int, int] | None = None, arrow: list | None = None):
-        """(value, unit, restore) for the parameter at toks[start:end], consuming the value's tokens."""
+        """(value, unit, restore) for the parameter at toks[start:end], consuming the value's tokens:
+        a switch's state, a choice, else a value with the parameter's unit just before its name ("a 35mm
+        lens"), the nearest value after the name, or one just before it ("1024 samples")."""
         starts = starts or {}
-        n = len(toks)
         if spec.kind == "bool":
             return self._bool(spec, toks, start, end, used)
         if spec.kind == "enum":
-            if start > 0 and toks[start - 1] == "no" and "none" in spec.values and start - 1 not in used:
-                used.add(start - 1)  # "no denoiser", "still no denoise" ("without denoising at 2%" is a test)
-                return "none", "", False
-            for i in range(max(0, start - 3), start):  # "ai denoiser": the value holds the parameter's name
-                hit = self.cat.enum_value(spec, toks, i)
-                if hit and i + hit[1] == end and not used & set(range(i, start)):
-                    used.update(range(i, end))
-                    off = _has(" " + " ".join(toks[max(0, i - 3):i]) + " ", _BOOL_OFF_VERBS + ("killing",)) \
-                        or "off" in toks[end:]  # "killing the ai denoiser", "tried the AI denoiser … so it's off"
-                    if off:
-                        return ("none", "", False) if "none" in spec.values else None
-                    return hit[0], "", False
-            before = next(((i, hit) for i in range(max(0, start - 4), start)
-                           if (hit := self.cat.enum_value(spec, toks[:start], i)) and i + hit[1] == start), None)
-            for i in range(end, min(n, end + 6)):  # "kernel: path tracing", "primary gi engine to brute force"
-                if self._in_engine(toks, i):
-                    continue
-                hit = self.cat.enum_value(spec, toks, i)
-                if i in used and not (hit and (toks[i] in self._engine_words or toks[i - 1] == "from")):
-                    break  # (but "denoiser at Octane AI", "convergence mode from path traced to variance")
-                if hit and before and i + hit[1] in starts and not used & set(range(before[0], start)):
-                    # "brute force primary, light cache secondary" ("primary BF, secondary none" is not that)
-                    used.update(range(before[0], start))
-                    return before[1][0], "", False
-                if hit and i > 0 and toks[i - 1] == "from":  # "switched the kernel from path tracing to PMC"
-                    j = i + hit[1]
-                    later = self.cat.enum_value(spec, toks, j + 1) if toks[j:j + 1] == ["to"] else None
-                    if later:
-                        used.update(range(i, j + 1 + later[1]))
-                        if arrow is not None and later[0] != hit[0]:
-                            arrow.append((hit[0], ""))  # path tracing was in use until now
-                        return later[0], "", False
-                if hit:
-                    used.update(range(i, i + hit[1]))
-                    return hit[0], "", self._restore_before(toks, i)
-                if toks[i] not in _JOIN and toks[i] != "back":  # "secondary back to light cache"
-                    break
-            for i in range(max(0, start - 4), start):  # "brute force for primary gi", "the pt kernel"
-                hit = self.cat.enum_value(spec, toks[:start], i)
-                if hit and i + hit[1] <= start and all(t in _JOIN or t in ("for", "as") for t in toks[i + hit[1]:start]):
-                    used.update(range(i, i + hit[1]))
-                    return hit[0], "", False
-            return None
-        # numbers, ranges, resolutions, text: a value with this parameter's unit just before the name
-        # ("a 35mm lens"), else the nearest value after it, else one just before it ("1024 samples")
+            return self._choice(spec, toks, start, end, used, starts, arrow)
+        return (self._with_unit_before(spec, toks, start, used)
+                or self._after_name(spec, toks, start, end, used, starts, arrow)
+                or self._before_name(spec, toks, start, used))
+
+    def _choice(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int], starts: dict[int, int],
+                arrow: list | None):
+        """The value of a choice ("kernel: path tracing", "no denoiser", "brute force for primary gi")."""
+        n = len(toks)
+        if start > 0 and toks[start - 1] == "no" and "none" in spec.values and start - 1 not in used:
+            used.add(start - 1)  # "no denoiser", "still no denoise" ("without denoising at 2%" is a test)
+            return "none", "", False
+        for i in range(max(0, start - 3), start):  # "ai denoiser": the value holds the parameter's name
+            hit = self.cat.enum_value(spec, toks, i)
+            if hit and i + hit[1] == end and not used & set(range(i, start)):
+                used.update(range(i, end))
+                off = _has(" " + " ".join(toks[max(0, i - 3):i]) + " ", self.cues.off_verbs | {"killing"}) \
+                    or "off" in toks[end:]  # "killing the ai denoiser", "tried the AI denoiser … so it's off"
+                if off:
+                    return ("none", "", False) if "none" in spec.values else None
+                return hit[0], "", False
+        before = next(((i, hit) for i in range(max(0, start - 4), start)
+                       if (hit := self.cat.enum_value(spec, toks[:start], i)) and i + hit[1] == start), None)
+        for i in range(end, min(n, end + 6)):  # "kernel: path tracing", "primary gi engine to brute force"
+            if self._in_engine(toks, i):
+                continue
+            hit = self.cat.enum_value(spec, toks, i)
+            if i in used and not (hit and (toks[i] in self._engine_words or toks[i - 1] == "from")):
+                break  # (but "denoiser at Octane AI", "convergence mode from path traced to variance")
+            if hit and before and i + hit[1] in starts and not used & set(range(before[0], start)):
+                # "brute force primary, light cache secondary" ("primary BF, secondary none" is not that)
+                used.update(range(before[0], start))
+                return before[1][0], "", False
+            if hit and i > 0 and toks[i - 1] == "from":  # "switched the kernel from path tracing to PMC"
+                j = i + hit[1]
+                later = self.cat.enum_value(spec, toks, j + 1) if toks[j:j + 1] == ["to"] else None
+                if later:
+                    used.update(range(i, j + 1 + later[1]))
+                    if arrow is not None and later[0] != hit[0]:
+                        arrow.append((hit[0], ""))  # path tracing was in use until now
+                    return later[0], "", False
+            if hit:
+                used.update(range(i, i + hit[1]))
+                return hit[0], "", self._restore_before(toks, i)
+            if toks[i] not in self.cues.join and toks[i] != "back":  # "secondary back to light cache"
+                break
+        for i in range(max(0, start - 4), start):  # "brute force for primary gi", "the pt kernel"
+            hit = self.cat.enum_value(spec, toks[:start], i)
+            if hit and i + hit[1] <= start and all(t in self.cues.join or t in ("for", "as") for t in toks[i + hit[1]:start]):
+                used.update(range(i, i + hit[1]))
+                return hit[0], "", False
+        return None
+
+    def _with_unit_before(self, spec: ParamSpec, toks: list[str], start: int, used: set[int]):
+        """A value with this parameter's unit just before its name ("a 35mm lens")."""
         for i in range(start - 1, max(-1, start - 3), -1):
             if i in used:
                 break
@@ -575,8 +510,15 @@ class Extractor:
                 if got is not None:
                     used.update(range(i, i + got[2]))
                     return got[0], got[1], False
-            if toks[i] not in _BEFORE_JOIN:
+            if toks[i] not in self.cues.before_join:
                 break
+        return None
+
+    def _after_name(self, spec: ParamSpec, toks: list[str], start: int, end: int, used: set[int],
+                    starts: dict[int, int], arrow: list | None):
+        """The nearest value after the name, over joining words ("GI clamp is now at 10"); of "8 -> 4",
+        "from 8 to 4" and "was 4, now 10" the later one (the earlier goes to ``arrow``)."""
+        n = len(toks)
         i = end
         steps = 0
         prev = None
@@ -599,14 +541,14 @@ class Extractor:
                 step = 2 if toks[i + width:i + width + 2] in (["and", "now"], ["then", "now"]) else 1
                 if toks[i + width:i + width + 1] in (["->"], ["now"]) or step == 2:  # "8 -> 4", "was 4, now 10"
                     later = self._read(spec, toks, i + width + step, used) if i + width + step < n else None
-                    if later is not None and i + width + step not in used and not _not_a_value(toks, i + width + step):
+                    if later is not None and i + width + step not in used and not _not_a_value(self.cues, toks, i + width + step):
                         used.update(range(i, i + width + step + later[2]))
                         if arrow is not None:
                             arrow.append((value, unit))  # "clamp indirect 5 -> 3?": 5 is in use
                         return later[0], later[1], False
                 if toks[i + width:i + width + 1] == ["->"] and i + width + 1 < n:  # "diffuse depth 8 -> 4"
                     later = self._read(spec, toks, i + width + 1, used)
-                    if later is not None and not _not_a_value(toks, i + width + 1):  # not "3 -> 11 min"
+                    if later is not None and not _not_a_value(self.cues, toks, i + width + 1):  # not "3 -> 11 min"
                         used.update(range(i, i + width + 1 + later[2]))
                         if arrow is not None:
                             arrow.append((value, unit))  # "clamp indirect 5 -> 3?": 5 is in use
@@ -623,7 +565,7 @@ class Extractor:
                             break
                 used.update(range(i, i + width))
                 return value, unit, self._restore_before(toks, i)
-            if tok not in _JOIN and tok not in ("the", "of", "for", "in"):
+            if tok not in self.cues.join and tok not in ("the", "of", "for", "in"):
                 unit_value = self._unit_value(spec, toks, i + 1, min(n, end + 6), used)
                 if unit_value is not None:  # "light temperature of the practicals 2700K"
                     return unit_value
@@ -631,6 +573,10 @@ class Extractor:
             prev = tok
             i += 1
             steps += 1
+        return None
+
+    def _before_name(self, spec: ParamSpec, toks: list[str], start: int, used: set[int]):
+        """A value just before the name: "1024 samples", "16 gi bounces", "2-3 gi bounces"."""
         for i in range(start - 1, max(-1, start - 4), -1):  # "1024 samples", "a 35mm lens", "16 gi bounces"
             if i in used:
                 break
@@ -643,7 +589,7 @@ class Extractor:
             if got is not None and i + got[2] <= start:
                 used.update(range(i, i + got[2]))
                 return got[0], got[1], False
-            if toks[i] not in _BEFORE_JOIN and toks[i] != "for" and toks[i] not in spec.units:
+            if toks[i] not in self.cues.before_join and toks[i] != "for" and toks[i] not in spec.units:
                 break  # "went with 4k for texture resolution", "45 degrees elevation"
         return None
 
@@ -656,7 +602,7 @@ class Extractor:
         out: list[Mention] = []
         while j < len(toks) and j not in used and own:
             got = next(((s, g) for s in own if (g := self._read(s, toks, j, used)) is not None), None)
-            if got is None or _not_a_value(toks, j):
+            if got is None or _not_a_value(self.cues, toks, j):
                 break
             s, (value, unit, width) = got
             used.update(range(j, j + width))
@@ -728,10 +674,10 @@ class Extractor:
         if num is None:
             return None
         nxt = toks[i + 1] if i + 1 < n else ""
-        if not num.unit and nxt in _NOT_VALUES and nxt not in spec.units and nxt != spec.unit.lower() \
+        if not num.unit and nxt in self.cues.not_values and nxt not in spec.units and nxt != spec.unit.lower() \
                 and i + 1 != name_at and not _label_before(toks, i + 1):  # "512 min samples": the parameter's own name
             return None
-        if not num.unit and nxt in _OTHER_UNITS and nxt not in spec.units and nxt != spec.unit.lower():
+        if not num.unit and nxt in self.cues.other_units and nxt not in spec.units and nxt != spec.unit.lower():
             return None  # "power 150 W" is the light's power in watts, not its multiplier
         width = 1
         if not num.unit and nxt and (nxt in spec.units or nxt == spec.unit.lower() and nxt):
@@ -759,12 +705,12 @@ class Extractor:
         if toks[start - 1:start] in (["no"], ["without"]) and start - 1 not in used:  # "no caustics in render"
             used.add(start - 1)
             return False, "", False
-        if any(f" {phrase} " in before for phrase in _BOOL_OFF_VERBS):  # "turn off motion blur on the plates"
+        if any(f" {phrase} " in before for phrase in self.cues.off_verbs):  # "turn off motion blur on the plates"
             return False, "", False
-        if any(f" {phrase} " in before for phrase in _BOOL_ON_VERBS):
+        if any(f" {phrase} " in before for phrase in self.cues.on_verbs):
             return True, "", False
         rest = " " + " ".join(toks[end:]) + " "
-        for phrase, value in _IT_ON_OFF:  # "adaptive sampling was off, turned it on"
+        for phrase, value in self.cues.it_on_off:  # "adaptive sampling was off, turned it on"
             if phrase in rest:
                 return value, "", False
         for i in range(end, min(len(toks), end + 5)):  # "adaptive sampling on", "motion blur: off", "was already on"
@@ -773,7 +719,7 @@ class Extractor:
             if i in used:
                 break
             b = P.bool_word(toks[i])
-            if toks[i] == "on" and toks[i + 1:i + 2] and toks[i + 1] in _DETERMINERS:
+            if toks[i] == "on" and toks[i + 1:i + 2] and toks[i + 1] in self.cues.determiners:
                 break  # "depth of field on the dial": a place, not a switch
             if b is not None and toks[i] not in ("no", "none"):
                 used.add(i)
@@ -784,12 +730,12 @@ class Extractor:
                         used.add(k)
                         return later, "", False
                 return b, "", False
-            if toks[i] not in _JOIN and toks[i] not in ("was", "been", "leave", "turn", "switch", "put", "switched"):
+            if toks[i] not in self.cues.join and toks[i] not in ("was", "been", "leave", "turn", "switch", "put", "switched"):
                 break
-        for phrase in _BOOL_OFF:
+        for phrase in self.cues.off_loose:
             if f" {phrase} " in before:
                 return False, "", False
-        for phrase in _BOOL_ON:
+        for phrase in self.cues.on_loose:
             if f" {phrase} " in before:
                 return True, "", False
         return None
@@ -827,7 +773,7 @@ class Extractor:
         for j in range(end, min(len(toks) - 1, end + 8)):
             if j in used or toks[j + 1] not in ("min", "max", "minimum", "maximum") \
                     or (j + 2 < len(toks) and toks[j + 2] in words) \
-                    or _label_before(toks, j + 1) or _minutes(toks, j):  # "max subdivs is 24, min subdivs 1"
+                    or _label_before(toks, j + 1) or _minutes(self.cues, toks, j):  # "max subdivs is 24, min subdivs 1"
                 continue
             which = toks[j + 1][:3]
             key = "_".join(which if w in ("min", "max") else w for w in words)
@@ -842,7 +788,7 @@ class Extractor:
         """"turned off both caustics", "the caustics i turn off both": the switches of this engine
         whose names share the word, all set the same way."""
         low = " " + " ".join(toks) + " "
-        on, off = _has(low, _BOOL_ON_VERBS), _has(low, _BOOL_OFF_VERBS)
+        on, off = _has(low, self.cues.on_verbs), _has(low, self.cues.off_verbs)
         if on == off:  # no verb, or both: the plain word next to "both" ("both off", "turn off both")
             near = {t for k, t in enumerate(toks) if "both" in toks[max(0, k - 2):k + 3]}
             on, off = "on" in near, "off" in near
@@ -903,14 +849,14 @@ class Extractor:
                 nxt_enum = self.cat.bare_value(toks, i + width, engine) if shared else None
                 paired = nxt_enum is not None and nxt_enum[0].key.split("_")[-1] == spec.key.split("_")[-1] \
                     and status != PROPOSED  # "BF + LC", "done, brute force + light cache": a pair said as one
-                chained = chained or toks[j - 1:j] == ["and"] and _has(" " + " ".join(toks[:j]) + " ", _SETTING_VERBS)
-                back = status != PROPOSED and any(before.endswith(f" {r}") for r in _RESTORE)
-                cued = any(before.endswith(f" {c}") for c in (_SHARED_ENUM_CUES if shared else _ENUM_CUES))
+                chained = chained or toks[j - 1:j] == ["and"] and _has(" " + " ".join(toks[:j]) + " ", self.cues.setting_verbs)
+                back = status != PROPOSED and any(before.endswith(f" {r}") for r in self.cues.restore)
+                cued = any(before.endswith(f" {c}") for c in (self.cues.shared_enum_cues if shared else self.cues.enum_cues))
                 if shared and spec.key not in said_keys:  # the parameter this sentence named: "primary GI to BF, IC was …"
                     other = self._sharing(spec, value)
                     spec = other if other is not None and other.key in said_keys else spec
                 refused = status != PROPOSED and spec.key in said_keys and (
-                    before.endswith((" instead of", " than")) or _turned_down(toks, i + width - 1))
+                    before.endswith((" instead of", " than")) or _turned_down(self.cues, toks, i + width - 1))
                 if refused:  # "kernel to PT, DL was too slow", "denoiser OptiX instead of OIDN"
                     used.update(range(i, i + width))
                     out.append(_mention(spec, value, "", REJECTED))
@@ -918,7 +864,7 @@ class Extractor:
                 if shared:  # a value two parameters share needs a plain cue: "GI is bf + lc", "keeping brute force"
                     said = chained or cued or back or paired
                 else:
-                    said = chained or cued or after in _ENUM_AFTER or after[:1] in (("it's",), ("on",)) \
+                    said = chained or cued or after in self.cues.enum_after or after[:1] in (("it's",), ("on",)) \
                         or toks[j - 1:j] == ["went"] or (j > 0 and j - 1 in used and P.parse_number(toks[j - 1]) is not None
                                                           and status != PROPOSED) \
                         or (after[:1] == ("mode",) and toks[j - 1:j] not in (["in"], ["the"])) \
@@ -932,8 +878,8 @@ class Extractor:
                     st = APPLIED if (kept or back) and status == REJECTED else status
                     out.append(replace(_mention(spec, value, "", st), restore=back))
                     continue
-            named_res = _NAMED_RESOLUTIONS.get((tok, toks[i + 1] if i + 1 < len(toks) else "")) \
-                or _NAMED_RESOLUTIONS.get((tok, ""))
+            named_res = self.cues.named_resolutions.get((tok, toks[i + 1] if i + 1 < len(toks) else "")) \
+                or self.cues.named_resolutions.get((tok, ""))
             res_spec = self.cat.specs.get((ANY, "resolution"))
             if named_res and res_spec is not None:  # "4K DCI", "1080p"
                 used.add(i)
@@ -945,19 +891,19 @@ class Extractor:
                 continue  # "6500 K -> 5500 K": the value it was
             unit = num.unit if num and num.unit else (nxt if num and nxt in ("ev", "fps", "mm", "k", "w") else "")
             unit = "w" if unit in ("watt", "watts") or (num and not unit and nxt in ("watt", "watts")) else unit
-            if num is not None and (num.unit or nxt) in _DEGREES and (
-                    _HDRI_WORDS & set(toks) or {"rotated", "rotation", "rotate"} & set(toks) and not _LIGHT_WORDS & set(toks)):
+            if num is not None and (num.unit or nxt) in self.cues.degrees and (
+                    self.cues.hdri_words & set(toks) or self.cues.rotation_words & set(toks) and not self.cues.light_words & set(toks)):
                 unit = "°"  # "the dome's rotated 45 degrees", "hdri at 172 deg"
             near = set(toks[max(0, i - 5):i])
-            kelvin_for = "white_balance" if near & _CAMERA_WORDS else "light_temperature" if near & _LIGHT_WORDS else None
+            kelvin_for = "white_balance" if near & self.cues.camera_words else "light_temperature" if near & self.cues.light_words else None
             key = ("f_stop" if tok.startswith("f/") else "resolution" if P.resolution(tok)
-                   else "shutter_speed" if _SHUTTER.fullmatch(tok) and nxt not in _NOT_SHUTTER
+                   else "shutter_speed" if _SHUTTER.fullmatch(tok) and nxt not in self.cues.not_shutter
                    and (i == 0 or toks[i - 1] not in ("the", "of") or toks[i - 2:i] == ["instead", "of"])
                    else (kelvin_for or ("white_balance" if balance else "light_temperature")) if unit == "k"
                    else {"mm": "focal_length", "ev": "exposure", "fps": "frame_rate", "°": "hdri_rotation",
                          "w": "light_power"}.get(unit))
-            if key == "focal_length" and (not 4 <= num.value <= 2400 or nxt in _SIZE_AFTER
-                                          or toks[i + 1:i + 2] == ["mm"] and toks[i + 2:i + 3] and toks[i + 2] in _SIZE_AFTER):
+            if key == "focal_length" and (not 4 <= num.value <= 2400 or nxt in self.cues.size_after
+                                          or toks[i + 1:i + 2] == ["mm"] and toks[i + 2:i + 3] and toks[i + 2] in self.cues.size_after):
                 key = None  # "the crystal is 1.2mm thick", "12 mm thick glass": a size, not a lens
             if key is None and i > 0 and toks[i - 1] == "@" and num and 10 <= num.value <= 120 \
                     and P.resolution(toks[i - 2] if i > 1 else ""):
@@ -977,14 +923,14 @@ class Extractor:
             if got is not None:
                 used.add(i)
                 said_no = status == APPLIED and (i > 0 and toks[i - 1] in ("no", "not")  # "so no f/4"
-                                                 or _turned_down(toks, i)  # "f/5.6 made the background too busy"
+                                                 or _turned_down(self.cues, toks, i)  # "f/5.6 made the background too busy"
                                                  or _has(" " + " ".join(toks[max(0, i - 3):i]) + " ",
                                                          ("than", "instead of")))  # "4300 K rather than 5600"
                 st = REJECTED if said_no else status
                 back = status != PROPOSED and self._restore_before(toks, i) \
-                    and not _PLAN.search(" ".join(toks))  # "put the camera back to 6500K", not "we'll go back to"
-                if st == REJECTED and not said_no and not _cue_after(toks, i, _REJECT_VALUE_CUES) \
-                        and not _turned_down(toks, i) and (back or _has(" " + " ".join(toks[max(0, i - 5):i]) + " ", _SETTING_VERBS)):
+                    and not self.cues.plan_re.search(" ".join(toks))  # "put the camera back to 6500K", not "we'll go back to"
+                if st == REJECTED and not said_no and not _cue_after(self.cues, toks, i, self.cues.reject_value_cues) \
+                        and not _turned_down(self.cues, toks, i) and (back or _has(" " + " ".join(toks[max(0, i - 5):i]) + " ", self.cues.setting_verbs)):
                     st = APPLIED  # "the white balance is back to 5200K and I set the key to 4500K"
                 out.append(replace(_mention(spec, got[0], got[1], st), restore=back and st == APPLIED))
         return out
@@ -999,7 +945,7 @@ class Extractor:
                 continue
             got = self._read(spec, toks, k, used)
             if got is not None and (toks[k - 2:k] == ["instead", "of"] or toks[k - 1:k] == ["than"]
-                                    or _turned_down(toks, k)):
+                                    or _turned_down(self.cues, toks, k)):
                 used.update(range(k, k + got[2]))
                 out.append(_mention(spec, got[0], got[1], REJECTED))
         return out
@@ -1011,7 +957,7 @@ class Extractor:
         if i < 2 or toks[1:i] not in (["back", "to"], ["to"], ["goes", "back", "to"], ["went", "back", "to"]) or 0 in used:
             return False
         tok = toks[0]
-        return tok.isalpha() and len(tok) > 3 and tok not in self._vocab and tok not in _SUBJECT_WORDS
+        return tok.isalpha() and len(tok) > 3 and tok not in self._vocab and tok not in self.cues.subject_words
 
     def _in_engine(self, toks: list[str], i: int) -> bool:
         """toks[i] names the engine a setting is in, between the setting and its value ("in Octane")."""
@@ -1026,10 +972,9 @@ class Extractor:
         return next((s for s in self.cat.specs.values() if s.engine == spec.engine and s.kind == "enum"
                      and s != spec and value in s.values and s.key.split("_")[-1] == spec.key.split("_")[-1]), None)
 
-    @staticmethod
-    def _restore_before(toks: list[str], i: int) -> bool:
+    def _restore_before(self, toks: list[str], i: int) -> bool:
         before = " " + " ".join(toks[max(0, i - 4):i]) + " "
-        return any(f" {r} " in before for r in _RESTORE)
+        return any(f" {r} " in before for r in self.cues.restore)
 
     # ---- values without a name: "ok, using 4", "back to 25", "done" --------------------------------
     def _contextual(self, sentence, toks, low, used, status, ctx: Context, engine, here: list,
@@ -1055,27 +1000,27 @@ class Extractor:
             if i in used:
                 continue
             num = parsed[i]
-            if num is None or _not_a_value(toks, i) or "->" in toks[i + 1:i + 3]:  # "25 -> 50", "6500 K -> 5500 K"
+            if num is None or _not_a_value(self.cues, toks, i) or "->" in toks[i + 1:i + 3]:  # "25 -> 50", "6500 K -> 5500 K"
                 continue
-            if status != PROPOSED and (_turned_down(toks, i) or toks[i - 1:i] == ["than"]  # "nicer than 2.8"
-                                       or " ".join(toks[max(0, i - 2):i]) == "instead of" and _chosen_before(toks, i - 2)):
+            if status != PROPOSED and (_turned_down(self.cues, toks, i) or toks[i - 1:i] == ["than"]  # "nicer than 2.8"
+                                       or " ".join(toks[max(0, i - 2):i]) == "instead of" and _chosen_before(self.cues, toks, i - 2)):
                 turned_down.append((i, num))
                 continue
             before = " " + " ".join(toks[max(0, i - 3):i]) + " "
-            cues = _BARE_VALUE_CUES if not named else _BARE_VALUE_CUES_STRONG
+            cue_words = self.cues.bare_value_cues if not named else self.cues.bare_value_cues_strong
             prev = toks[i - 1] if i else ""
-            loose = not prev or not prev.isalpha() or prev in _JOIN or prev in _BEFORE_JOIN or prev in _AFTER_CUE_OK
-            said = tuple(toks[i + 1:i + 3]) in _VALUE_THEN_PAIRS or toks[i + 1:i + 2] in _VALUE_THEN \
+            loose = not prev or not prev.isalpha() or prev in self.cues.join or prev in self.cues.before_join or prev in self.cues.after_cue_ok
+            said = tuple(toks[i + 1:i + 3]) in self.cues.value_then_pairs or tuple(toks[i + 1:i + 2]) in self.cues.value_then \
                 or (len(toks) <= 2 and status != PROPOSED and toks[i + 1:] in ([], ["then"]))  # a message that is a value
             said = loose and said or (status == APPLIED and prev not in ("no", "not") and self._offered(num, ctx))
             unit_says = bool(num.unit and not named and any(
                 num.unit in ({s.unit.lower(), *s.units} - {""}) for s in ctx.last))  # "maybe 3000K?"
-            replaces = previous[i] is not None and _turned_down(toks, previous[i])  # "0.1 too soft, 0.03": 0.03 replaces it
+            replaces = previous[i] is not None and _turned_down(self.cues, toks, previous[i])  # "0.1 too soft, 0.03": 0.03 replaces it
             replaces = replaces and status != PROPOSED
-            state = before.endswith(_STATE_BEFORE) and not named
-            said = said or follows and _lead_verdict(toks, i)
-            if state or unit_says or said or replaces or prev in ("went", "go", "->") or any(f" {c} " in before for c in cues):
-                values.append((i, num, any(f" {r} " in before for r in _RESTORE), state))
+            state = before.endswith(self.cues.state_before) and not named
+            said = said or follows and _lead_verdict(self.cues, toks, i)
+            if state or unit_says or said or replaces or prev in ("went", "go", "->") or any(f" {c} " in before for c in cue_words):
+                values.append((i, num, any(f" {r} " in before for r in self.cues.restore), state))
             elif toks[i + 1:i + 2] == ["again"] and status != PROPOSED and loose:  # "16 crashed. 8 again."
                 values.append((i, num, True, False))
         for i, num in turned_down:
@@ -1097,21 +1042,21 @@ class Extractor:
             out.append(replace(_mention(spec, value, unit, st), restore=restore and st == APPLIED))
         bools = [spec for spec in reversed(ctx.last) if spec.kind == "bool"]
         if not any(s.kind == "bool" for s in here) and bools:  # "It was off! Turned it on."
-            for phrase, value in _IT_ON_OFF:
+            for phrase, value in self.cues.it_on_off:
                 if phrase in low:
                     out.append(_mention(bools[0], value, "", APPLIED if status != PROPOSED else PROPOSED))
                     return out
         if named and status != PROPOSED and ctx.proposals:  # "I applied the first three but kept transmission at 12"
-            taken = _taken(ctx.proposals, toks, tuple(s.ident for s in here))
+            taken = _taken(self.cues, ctx.proposals, toks, tuple(s.ident for s in here))
             if taken:
                 out += taken
-        loose_numbers = any(n and i not in used and not _not_a_value(toks, i) for i, n in enumerate(parsed))
+        loose_numbers = any(n and i not in used and not _not_a_value(self.cues, toks, i) for i, n in enumerate(parsed))
         if not values and not named and not stated and not loose_numbers and status != REJECTED and ctx.proposals \
-                and not _has(low, _LEAVING):  # "ok leaving it": what is there stays, the proposal is not taken
-            if _confirms(low, toks):
-                out += _confirmed(ctx.proposals, toks)
+                and not _has(low, self.cues.leaving):  # "ok leaving it": what is there stays, the proposal is not taken
+            if _confirms(self.cues, low, toks):
+                out += _confirmed(self.cues, ctx.proposals, toks)
             else:
-                out += _taken(ctx.proposals, toks) or []  # "Did the first two."
+                out += _taken(self.cues, ctx.proposals, toks) or []  # "Did the first two."
         return out
 
     def _rejection(self, toks: list[str], used: set[int], ctx: Context, fallback: bool = True) -> list[Mention]:
@@ -1121,7 +1066,7 @@ class Extractor:
         stated = []
         for i, tok in enumerate(toks):
             num = P.parse_number(tok) if i not in used else None
-            if num is not None and not (i + 1 < len(toks) and toks[i + 1] in _NOT_VALUES):
+            if num is not None and not (i + 1 < len(toks) and toks[i + 1] in self.cues.not_values):
                 stated.append((i, num))
         out: list[Mention] = []
         for i, num in stated:
@@ -1140,7 +1085,7 @@ class Extractor:
                     used.add(i)
         if out or stated or not fallback:
             return out
-        if any(P.parse_number(t) and i + 1 < len(toks) and toks[i + 1] in _NOT_VALUES for i, t in enumerate(toks)):
+        if any(P.parse_number(t) and i + 1 < len(toks) and toks[i + 1] in self.cues.not_values for i, t in enumerate(toks)):
             return out  # "back to 11 minutes per frame": about time, not a setting
         if ctx.proposals:
             return [replace(p, status=REJECTED) for p in ctx.proposals]
@@ -1186,19 +1131,17 @@ class Extractor:
             num = P.parse_number(tok)
             if num is None or num.unit in ("gb", "mb", "min", "h", "s", "fps"):
                 continue
-            if i + 1 < len(toks) and toks[i + 1] in _NOT_VALUES:
+            if i + 1 < len(toks) and toks[i + 1] in self.cues.not_values:
                 continue
             j = i - 1
             if toks[j] not in ("to", "=", ":", "at"):
                 continue
             name = []
             k = j - 1
-            while k >= 0 and len(name) < 3 and toks[k].isalpha() and toks[k] not in _STOP and k not in words_at:
+            while k >= 0 and len(name) < 3 and toks[k].isalpha() and toks[k] not in self.cues.stop and k not in words_at:
                 name.insert(0, toks[k])
                 k -= 1
-            if not name or k < 0 or toks[k] not in ("set", "the", "change", "changed", "bump", "bumped", "raise",
-                                                   "lower", "lowered", "raised", "put", "increase", "decrease", "my",
-                                                   "its", "and", ",", "with"):
+            if not name or k < 0 or toks[k] not in self.cues.candidate_openers:
                 continue
             value = int(num.value) if num.is_int else num.value
             out.append(Mention(engine=engine, parameter="_".join(name), value=value, unit=num.unit, status=status,
@@ -1207,162 +1150,56 @@ class Extractor:
         return out
 
 
-_STOP = {"the", "a", "an", "it", "to", "and", "or", "in", "on", "for", "of", "at", "is", "was", "my", "our", "your",
-         "this", "that", "set", "try", "use", "using", "with", "i", "we", "you", "then", "now", "so", "but", "frame",
-         "shot", "version", "render", "scene", "up", "down", "just", "also", "too", "very", "more", "less", "all",
-         "octane", "redshift", "arnold", "cycles", "vray", "karma", "corona", "change", "changed", "bump", "bumped",
-         "raise", "lower", "lowered", "raised", "put", "increase", "decrease", "its", "time", "times", "s"}
-# phrases that turn down what was just done, even without a value ("that didn't help")
-_REJECT_STRONG = ("didn't help", "did not help", "didn't work", "did not work", "doesn't work", "does not work",
-                  "made it worse", "makes it worse", "no good", "not working", "revert", "reverted", "undo", "scrap",
-                  "scrapped", "no luck", "didn't do", "did nothing", "no difference", "rolled back", "roll back",
-                  "back to", "go back", "went back", "return to", "ditch", "ditched", "forget the", "forget it",
-                  "that's worse", "it's worse", "was worse", "is worse", "even worse", "killed", "ruined",
-                  "not doing", "won't do", "not going with", "skipping the", "skip the", "changed my mind",
-                  "taken it off", "took it off", "turned it off again", "not viable", "reverting")
-_SETTING_VERBS = ("set", "use", "using", "went with", "going with", "changed", "switched", "bumped", "lowered",
-                  "raised", "increased", "decreased", "dropped", "settled on", "put", "kept")
-_REJECT_BEFORE = ("forget the", "forget", "drop the", "ditch the", "scrap the", "not", "instead of", "no more", "no need for",
-                  "not going to", "not going", "rather than")
-_REJECT_VALUE_CUES = ("killed", "kills", "too slow", "takes forever", "took forever", "too dark", "too expensive",
-                      "overkill", "too few", "not enough", "doubling", "didn't help", "did not help", "didn't work", "worse", "too low", "too high", "no good",
-                      "forget", "scrap", "ditch", "drop the", "wasn't", "was not", "no,", "nope", "no difference",
-                      "not good", "not better", "did nothing", "no luck", "too much", "too little", "ruined",
-                      "no change", "no visible change", "didn't change anything", "did not change anything",
-                      "changed nothing")
-
-
-_NAMED_RESOLUTIONS = {("4k", "dci"): "4096x2160", ("2k", "dci"): "2048x1080", ("4k", "uhd"): "3840x2160",
-                      ("uhd", ""): "3840x2160", ("720p", ""): "1280x720", ("1080p", ""): "1920x1080",
-                      ("1440p", ""): "2560x1440", ("2160p", ""): "3840x2160"}
-_PRODUCTS = {"octane", "redshift", "arnold", "cycles", "vray", "v-ray", "karma", "corona", "blender", "maya", "houdini",
-             "c4d", "cinema", "max", "3ds", "3dsmax", "rhino", "unreal", "nuke", "mtoa", "htoa", "c4dtoa", "maxtoa",
-             "solaris", "xpu", "cpu", "r25", "r26", "mantra", "katana", "substance", "photoshop", "resolve"}
-_COMPARED = {"match", "matching", "like", "than", "vs", "versus", "compared", "unlike", "similar"}
-_LEFT_FROM = {"come", "coming", "came", "switching", "switched", "moved", "moving", "migrating", "migrated", "converted",
-              "converting", "ported", "porting"}  # "having come from V-Ray": the engine left behind
-_FOR_NAMED = re.compile(r"\b(?:on|for|in)\s+(?:the\s+|my\s+|our\s+)?[\w-]+(?:\s+[\w-]+){0,2}\s+"
-                        r"(?:frames|shots|renders|stills|layer|output|versions?|plates?)\b|_", re.IGNORECASE)
-_DETERMINERS = {"the", "a", "an", "my", "our", "this", "that", "these", "those", "all", "every", "both", "each", "his",
-                "her", "their", "your"}
-_OTHER_UNITS = {"w", "watt", "watts", "kelvin", "mm", "ev", "degrees", "°"}  # a number said with one is that unit's
-_HDRI_WORDS = {"hdri", "hdr", "dome", "environment", "env", "sky", "skydome"}
-_DEGREES = {"°", "deg", "degrees", "degree"}
-_CAMERA_WORDS = {"camera", "cam", "wb", "balance"}
-_BY_CONTEXT = {(ANY, "light_intensity"): (_HDRI_WORDS, "hdri_intensity")}
-_VALUE_THEN = (["stays"], ["it's"], ["ok"], ["now"], ["yes"], ["yep"], ["yup"], ["set"], ["nice"], ["works"], ["fixed"], ["okay"])
-_VALUE_THEN_PAIRS = (("it", "is"), ("it's",), ("is", "fine"), ("is", "good"), ("did", "it"), ("looks", "good"),
-                     ("fixed", "it"))
-_AFTER_CUE_OK = {"stays", "stay", "staying", "keep", "keeping", "went", "go", "then", "ok", "okay", "yes", "yep", "so",
-                 "and", "but", "just", "did", "tried", "now", "use", "using"}
-# words after a value that turn it down: "0.5 flickered", "256 looked dirty", "6 was too dim", "10 killed the highlights"
-_DOWN_WORDS = {"worse", "flicker", "flickers", "flickered", "flickering", "dirty", "flat", "dull", "blotchy", "noisy",
-               "grainy", "muddy", "harsh", "killed", "kills", "ruined", "broke", "useless", "overkill", "barely",
-               "heavy", "ugly", "wrong", "bad", "slower", "crashed", "crashes", "banding", "fireflies", "gloomy",
-               "murky", "mushy", "smeary", "crunchy", "splotchy", "crawly", "plasticky", "lumpy", "faceted", "jaggy",
-               "aliased", "boils", "boiling", "smeared", "dulled", "dulls", "flattens", "flattened", "dims", "dimmed",
-               "smears", "crushes", "crushed", "clips", "clipped", "blotched", "washed", "kills"}
-_CLEARING_BEFORE = {"no", "without", "fewer", "less", "zero", "fixed", "fixes", "removed", "removes", "cleared",
-                    "clears", "of", "tame", "tames", "tamed"}  # "because of fireflies", "no more banding"
-_CLEARED_AFTER = {"gone", "disappeared", "vanished", "fixed", "solved", "cleared", "away", "resolved"}
-_DOWN_PHRASES = ("no way", "no good", "no visible", "no difference", "didn't help", "did not help", "didn't work",
-                 "no change", "didn't change anything", "did not change anything", "changed nothing",
-                 "went orange", "not enough", "not good", "not better", "did nothing", "no luck", "undoes")
-_TOO_WHAT = {"soft", "dark", "dim", "flat", "slow", "noisy", "orange", "blue", "bright", "sharp", "strong", "weak",
-             "low", "high", "blurry", "few", "little", "heavy", "expensive", "long", "warm", "cool", "cold", "hot",
-             "contrasty", "saturated", "washed", "harsh", "grainy", "blotchy", "hard", "subtle", "big", "small",
-             "wide", "tight", "shallow", "deep", "much", "muddy", "clean", "plastic", "cg", "smooth", "dull", "busy",
-             "yellow", "green", "pink", "magenta", "cyan", "red", "purple", "cool", "loud", "distracting", "grey", "gray",
-             "milky", "hazy", "foggy", "crisp", "short", "fast", "slow", "aggressive", "obvious", "visible", "sterile",
-             "clinical", "flickery", "strobey", "stuttery", "choppy", "jittery", "waxy", "glowy", "hot", "punchy",
-             "blown", "crushed", "moody", "gloomy", "sluggish", "costly", "risky", "zoomed", "tele", "close", "far",
-             "blurred", "sharp", "crunchy", "mushy", "smeary", "noisey", "wobbly"}
-_LIGHT_WORDS = {"light", "lights", "lamp", "lamps", "key", "fill", "rim", "sun", "softbox", "practical", "practicals",
-                "area", "spot", "bulb", "bulbs", "led", "kicker", "backlight", "chandelier", "chandeliers", "sconce",
-                "sconces", "pendant", "pendants", "lantern", "lanterns", "candle", "candles", "neon", "tube", "tubes",
-                "strip", "strips", "emitter", "emitters", "lamp", "streetlight", "streetlights", "headlight", "headlights"}
-# the headings of render-settings panels, and the word their entries leave out
-_HEADINGS = {"depth": ("depth", "ray depth"), "depths": ("depth",), "paths": ("bounces",), "bounces": ("bounces",),
-             "clamping": ("clamp",), "clamp": ("clamp",), "caustics": ("caustics",), "samples": ("samples",),
-             "sampling": ("samples",), "limits": ("limit",), "trace": ("trace depth", "max trace depth"),
-             "subdivs": ("subdivs",), "tessellation": ("subdivisions",), "limit": ("limit",)}
-_LIST_SEPARATORS = {",", "and", "/", "&", "+", "|"}
+_BY_CONTEXT = {(ANY, "light_intensity"): "hdri_intensity"}  # said after an HDRI word: the HDRI's
 _SHUTTER = re.compile(r"1/(?:[2-9]|[1-9]\d{1,3})")  # 1/48, 1/125, 1/2000: a shutter speed said alone
-_NOT_SHUTTER = {"res", "resolution", "size", "scale", "of", "speed", "frame", "frames", "the", "a", "second", "sec",
-                "step", "stop", "stops", "inch", "px"}
-_SIZE_AFTER = {"thick", "thickness", "wide", "deep", "bevel", "bevels", "gap", "gaps", "radius", "tall", "high",
-               "diameter", "across", "offset"}
 _GPU_MODEL = re.compile(r"^[1-9]\d{2}0$")  # 3090, 4080, 1060: graphics cards, not values
 _GEFORCE = re.compile(r"^[1-5]0[5-9]0$")  # the GeForce numbers themselves, said alone ("… noisy. 4090")
 
 
-_SUBJECT_WORDS = {"okay", "yeah", "yes", "yep", "fine", "then", "also", "still", "just", "maybe", "actually", "sure",
-                  "right", "well", "done", "cool", "great", "thanks", "nope", "alright", "back", "moving", "going",
-                  "setting", "putting", "dropped", "raised", "lowered", "bumped", "changed", "keeping", "leaving",
-                  "staying", "tried", "trying", "using", "took", "made", "make", "let's", "lets", "this", "that",
-                  "what", "everything", "rolling", "rolled", "reverting", "reverted", "switching", "settled", "went"}
-_AFTER_MIN = {"samples", "sample", "subdivs", "subdivisions", "subdiv", "adaptive", "spp", "rays", "aa"}
-
-
-def _not_a_value(toks: list[str], i: int) -> bool:
+def _not_a_value(cues: Cues, toks: list[str], i: int) -> bool:
     """Numbers that are not settings: "14 minutes", "15:00", "shot 060", "frame 45", "the 3090"."""
     nxt = toks[i + 1] if i + 1 < len(toks) else ""
     prev = toks[i - 1] if i else ""
-    if nxt == "min" and toks[i + 2:i + 3] and toks[i + 2] in _AFTER_MIN and not _minutes(toks, i):
+    if nxt == "min" and toks[i + 2:i + 3] and toks[i + 2] in cues.after_min and not _minutes(cues, toks, i):
         return False  # "instead of 0.02, min samples 256": the next setting's "min", not minutes
-    if nxt in _NOT_VALUES or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
+    if nxt in cues.not_values or (nxt == ":" and i + 2 < len(toks) and toks[i + 2].isdigit()):
         return True
     if re.fullmatch(r"\d{1,2}k", toks[i]):  # "in 4k now", "convert the plates to 8k": a size, said alone
         return True
-    if prev in _PRODUCTS:  # "Octane 2023", "Houdini 20.5", "3ds Max 2024": a version
+    if prev in cues.products:  # "Octane 2023", "Houdini 20.5", "3ds Max 2024": a version
         return True
-    if re.fullmatch(r"\d+(?:\.\d+)?x", toks[i]) and nxt in ("slower", "faster", "longer", "more", "less", "as", "the"):
+    if re.fullmatch(r"\d+(?:\.\d+)?x", toks[i]) and nxt in cues.ratio_after:
         return True  # "it's 3x slower"
-    if prev in ("shot", "frame", "frames", "fr", "version", "v", "take", "sh", "scene", "page", "cam", "camera", "episode"):
+    if prev in cues.not_value_before:
         return True
-    if _GPU_MODEL.match(toks[i]) and prev in ("the", "a", "rtx", "gtx", "my", "on", "2x", "two", "quadro"):
+    if _GPU_MODEL.match(toks[i]) and prev in cues.card_before:
         return True
     return bool(_GEFORCE.match(toks[i])) and (
-        prev in ("single", "one", "old", "new", "rtx", "gtx")
-        or nxt in ("ti", "gpu", "gpus", "card", "cards", "super", "s")
+        prev in cues.geforce_before
+        or nxt in cues.geforce_after
         or len(toks) <= 2)  # "… super noisy. 4090": the card it renders on
 
 
-_LEAD = {"i", "we", "put", "went", "go", "set", "it", "to", "back", "so", "then", "and", "ok", "okay", "now", "using",
-         "use", "at", "on", "but", "+", "with", "compromise", "splitting", "the", "difference", ",", "-", "landed",
-         "settled", "moved", "moving", "tried", "yeah", "yes", "fine", "final", "ended", "up"}
-_VERDICT = {"is", "works", "worked", "good", "ok", "okay", "fine", "it", "it's", "looks", "look", "seems", "now",
-            "then", "wins", "did", "fixed", "nice", "perfect", "better", "sits", "was", "does", "cleaned", "solved",
-            "gives", "great", ",", ".", "!", "stays"}
-
-
-# words that say the value before a change was bad: then it is turned down, not history (LABELLING.md;
-# bench/relabel_old_values.py labels by the same list)
-OLD_VALUE_BAD = ("too ", "worse", "noisy", "noise in", "slow", "didn't", "did not", "bad", "firefl", "blotch", "grain",
-                 "flicker", "artifact", "artefact", "banding", "not enough", "wasn't", "was not", "ugly", "mushy",
-                 "crunchy", "splotch", "dark", "washed", "muddy", "no good", "hated", "weird", "broke", "crash")
-
-
-def complains(text: str) -> bool:
+def complains(cues: Cues, text: str) -> bool:
     low = text.lower()
-    return any(w in low for w in OLD_VALUE_BAD)
+    return any(w in low for w in cues.old_value_bad)
 
 
-def _chosen_before(toks: list[str], k: int) -> bool:
+def _chosen_before(cues: Cues, toks: list[str], k: int) -> bool:
     """The words before "instead of" at toks[k] end with a value that is a setting ("0.03 instead of
     0.02"), not a time or a speed ("9 minutes instead of 7", "1.6x instead of 3x")."""
     num = P.parse_number(toks[k - 1]) if k > 0 else None
-    return num is not None and num.unit not in ("x", "h", "min", "s", "m") \
+    return num is not None and num.unit not in cues.time_units \
         and toks[k - 2:k - 1] not in (["frame"], ["frames"], ["shot"], ["fr"], ["v"], ["version"])
 
 
-def _lead_verdict(toks: list[str], i: int) -> bool:
+def _lead_verdict(cues: Cues, toks: list[str], i: int) -> bool:
     """The value at toks[i] leads its sentence ("50 is ok", "+1.3 good", "i put 10.", "20.") and what
     follows it is a verdict or nothing: a value given, not a time, a count or a size."""
-    if i > 3 or not set(toks[:i]) <= _LEAD:
+    if i > 3 or not set(toks[:i]) <= cues.lead:
         return False
     nxt = toks[i + 1] if i + 1 < len(toks) else ""
-    return not nxt or nxt in _VERDICT
+    return not nxt or nxt in cues.verdict
 
 
 def _label_before(toks: list[str], j: int) -> bool:
@@ -1373,24 +1210,18 @@ def _label_before(toks: list[str], j: int) -> bool:
     return toks[j + 2:j + 3] not in (["min"], ["max"], ["minimum"], ["maximum"])
 
 
-_MINUTES_AFTER = {"per", "a", "each", "/", "for", "render", "renders", "image", "images", "frame", "frames", "now",
-                  "total", "on", "with", "instead", "of", "to", "at"}
-_MINUTES_BEFORE = {"take", "takes", "took", "taking", "in", "about", "around", "~", "only", "just", "like", "approx",
-                   "roughly", "under", "over", "than", "from", "to", "at", "and"}
-
-
-def _minutes(toks: list[str], i: int) -> bool:
+def _minutes(cues: Cues, toks: list[str], i: int) -> bool:
     """The number at toks[i] is a time: "it takes 4 min per frame", "down to 6 min"."""
     if toks[i + 1:i + 2] not in (["min"], ["mins"]):
         return False
-    return (toks[i + 2] if i + 2 < len(toks) else "") in _MINUTES_AFTER \
-        or (toks[i - 1] if i else "") in _MINUTES_BEFORE
+    return (toks[i + 2] if i + 2 < len(toks) else "") in cues.minutes_after \
+        or (toks[i - 1] if i else "") in cues.minutes_before
 
 
 _OTHER_VALUE = re.compile(r"1/\d+|\d+\s?[x×]\s?\d+|\d{1,2}:\d{2}:\d{2}")  # 1/50, 3840x2160, 0:45:00
 
 
-def _span(toks: list[str], i: int, width: int = 0) -> list[str]:
+def _span(cues: Cues, toks: list[str], i: int, width: int = 0) -> list[str]:
     """The words said about the value at toks[i]: those after it, up to the next value (a time, a
     size or a count, "took 3h", "12gb", "9 minutes a frame", is not one)."""
     span: list[str] = []
@@ -1401,64 +1232,41 @@ def _span(toks: list[str], i: int, width: int = 0) -> list[str]:
             break
         num = P.parse_number(tok)
         nxt = rest[k + 1] if k + 1 < len(rest) else ""
-        if num is not None and num.unit not in ("h", "min", "s", "gb", "mb", "x") and nxt not in _NOT_VALUES \
+        if num is not None and num.unit not in ("h", "min", "s", "gb", "mb", "x") and nxt not in cues.not_values \
                 or _OTHER_VALUE.fullmatch(tok):
             break  # "made it 9 minutes a frame, no way": the 9 is a time, the words go on
         span.append(tok)
-        counted += not (num is not None or tok in _NOT_VALUES)
+        counted += not (num is not None or tok in cues.not_values)
     return span
 
 
-def _cleared(span: list[str], j: int) -> bool:
+def _cleared(cues: Cues, span: list[str], j: int) -> bool:
     """The problem named at span[j] is what the value got rid of: "the fireflies are gone", "no more
     banding", "fixed the flicker", "because of fireflies"."""
     before, after = span[max(0, j - 2):j], span[j + 1:j + 4]
-    return bool(_CLEARING_BEFORE & set(before)) or bool(_CLEARED_AFTER & set(after))
+    return bool(cues.clearing_before & set(before)) or bool(cues.cleared_after & set(after))
 
 
-def _turned_down(toks: list[str], i: int) -> bool:
+def _turned_down(cues: Cues, toks: list[str], i: int) -> bool:
     """The words after the value at toks[i], up to the next number, turn it down."""
-    span = _span(toks, i, 6)
+    span = _span(cues, toks, i, 6)
     if not span:
         return False
     text = " " + " ".join(span) + " "
-    if any(w in _DOWN_WORDS and not _cleared(span, j) for j, w in enumerate(span)):
+    if any(w in cues.down_words and not _cleared(cues, span, j) for j, w in enumerate(span)):
         return True
-    if any(f" {p} " in text for p in _DOWN_PHRASES):
+    if any(f" {p} " in text for p in cues.down_phrases):
         return True
-    return any(a == "too" and b in _TOO_WHAT for a, b in zip(span, span[1:]))
+    return any(a == "too" and b in cues.too_what for a, b in zip(span, span[1:]))
 
 
-# a value told as what is there now, even in a question: "mine is 3", "its on 2 rn", "it's at 0"
-_STATE_BEFORE = (" mine is ", " mine's ", " its at ", " it's at ", " its on ", " it's on ", " it is at ", " it is on ",
-                 " currently at ", " currently on ", " currently ", " it's currently ", " its currently ", " says ",
-                 " was on ", " is on ", " are on ", " it's set to ", " its set to ", " is set to ", " its ", " it's ")
-_STATE_BETWEEN = {"is", "are", "was", "were", "'s", "currently", "still", "at", "on", "set", "to", "already", "now",
-                  "says", "said", "shows", "thing", "setting", "value", "field", "slider"}
-_STATE_VERBS = {"is", "are", "was", "were", "'s", "currently", "says", "shows"}
-_ASKING = {"should", "could", "would", "try", "maybe", "set", "change", "put", "bump", "raise", "lower", "increase",
-           "decrease", "go", "if", "about", "i'd", "need", "drop", "up", "push", "use", "reduce", "better", "enough"}
-
-
-def _states(toks: list[str], start: int, end: int, at: int) -> bool:
+def _states(cues: Cues, toks: list[str], start: int, end: int, at: int) -> bool:
     """The value at toks[at] is told as the parameter's state ("max samples is 16000??", "pixel samples
     is 9 i think?"), not asked for ("should I set max samples to 8?")."""
     between = toks[end:at]
-    if at < end or not between or not set(between) <= _STATE_BETWEEN or not set(between) & _STATE_VERBS:
+    if at < end or not between or not set(between) <= cues.state_between or not set(between) & cues.state_verbs:
         return False
-    return not _ASKING & set(toks[:start]) and not _ASKING & set(toks[at + 1:at + 3])
-
-
-_STATE_HEAD = re.compile(r"\b(?:i'?m on|i am on|i'?m using|i am using|i'?m at|i have|i've got|i set|i put|i use|"
-                         r"i went with|i changed|we'?re on|we are on|we'?re at|currently|right now|atm|rn)\b")
-_ASKING_HEAD = re.compile(r"\b(?:should|could|would|what|how|why|which|maybe|try|if|does|do|can|shall|is it|is that)\b")
-
-
-_FUTURE = re.compile(r" (?:will be|will go|will stay|will need|'ll be|ll be|final delivery|for delivery|delivery is|"
-                     r"deliver at|deliver in|delivering at|delivering in) ")
-_PLAN = re.compile(r"\b(?:we'll|we will|i'll|i will|going to|gonna|for the finals?|tomorrow|later|next week|probably)\b")
-_LATER = re.compile(r"\b(?:maybe|might|perhaps|probably|possibly|thinking of|thinking about|will try|i'll try|"
-                    r"could try|tomorrow|later|next time)\b")
+    return not cues.asking & set(toks[:start]) and not cues.asking & set(toks[at + 1:at + 3])
 
 
 _MARKER = re.compile(r"^[ \t]*(?:\(?\d{1,2}[.)]|[-*•▪–])[ \t]+", re.M)  # "1) ", "2. ", "- ", "• "
@@ -1480,20 +1288,20 @@ def _layout(text: str) -> str:
     return re.sub(r"^([ \t]*\d{1,2}\.[ \t]+)(?=[A-Z][a-z]* \w+ \w+ \w+)", "", text, flags=re.M)
 
 
-def _sentences(text: str) -> list[str]:
+def _sentences(cues: Cues, text: str) -> list[str]:
     out = []
-    for s in _SENTENCE.split(text):
+    for s in cues.clause_split.split(text):
         if not s or not s.strip():
             continue
         if s.rstrip().endswith("?") and ", " in s:  # "I'm on 0.01 threshold, should I go lower?": the state, then the ask
             split = next(((head, rest) for head, _, rest in (s.rpartition(", "), s.partition(", "))  # the whole list
-                          if _STATE_HEAD.search(head.lower()) and not _ASKING_HEAD.search(head.lower())), None)
+                          if cues.state_head_re.search(head.lower()) and not cues.asking_head_re.search(head.lower())), None)
             if split:
                 out += list(split)
                 continue
         head, comma, rest = s.rpartition(", ")
-        if comma and not s.rstrip().endswith("?") and _LATER.search(rest.lower()) and not _LATER.search(head.lower()) \
-                and not _ASKING_HEAD.search(head.lower()):  # "min 8 max 128 for preview, final maybe 32/1024"
+        if comma and not s.rstrip().endswith("?") and cues.later_re.search(rest.lower()) and not cues.later_re.search(head.lower()) \
+                and not cues.asking_head_re.search(head.lower()):  # "min 8 max 128 for preview, final maybe 32/1024"
             out += [head, rest]
             continue
         out.append(s)
@@ -1504,63 +1312,55 @@ def _has(low: str, phrases) -> bool:
     return any(f" {p} " in low for p in phrases)
 
 
-def _cue_after(toks: list[str], i: int, phrases) -> bool:
+def _cue_after(cues: Cues, toks: list[str], i: int, phrases) -> bool:
     """A rejection said about the value at toks[i]: after it ("8 was worse"), or just before it
     ("forget the 0.01")."""
-    after = " " + " ".join(_span(toks, i)) + " "
+    after = " " + " ".join(_span(cues, toks, i)) + " "
     lead = next((k + 1 for k in range(i - 1, max(-1, i - 6), -1) if P.parse_number(toks[k]) is not None), max(0, i - 5))
     before = " " + " ".join(toks[lead:i]) + " "  # back to the value before it: "instead of 0.02, min samples 256"
     if i > 0 and toks[i - 1] == "no":
         return True  # "so no f/4"
-    if any(f" {v} " in " " + " ".join(toks[:i]) + " " for v in _SETTING_VERBS):
+    if any(f" {v} " in " " + " ".join(toks[:i]) + " " for v in cues.setting_verbs):
         return False  # "set GI clamp to 8, the room is too dark": the 8 is what was set
-    return any(f" {p} " in after for p in phrases) or any(f" {p} " in before for p in _REJECT_BEFORE)
+    return any(f" {p} " in after for p in phrases) or any(f" {p} " in before for p in cues.reject_before)
 
 
-def _status(sentence: str, toks: list[str], role: str) -> str:
+def _status(cues: Cues, sentence: str, toks: list[str], role: str) -> str:
     low = " " + " ".join(toks) + " "
     if role == "assistant":
         return PROPOSED
     opening = sentence.strip().lower()
-    if _has(low, _REJECT_STRONG) or opening.startswith(("no,", "nope", "no.", "nah")):
+    if _has(low, cues.reject_strong) or opening.startswith(("no,", "nope", "no.", "nah")):
         return REJECTED
-    if _has(low, _REJECT) and any(P.parse_number(t) for t in toks):  # "8 is too low": about a value said
+    if _has(low, cues.reject) and any(P.parse_number(t) for t in toks):  # "8 is too low": about a value said
         return REJECTED
-    if sentence.rstrip().endswith("?") or (toks and toks[0] in _QUESTION_START):
+    if sentence.rstrip().endswith("?") or (toks and toks[0] in cues.question_start):
         return PROPOSED
-    if _FUTURE.search(low):  # "final delivery will be 3840x2160": a plan, not what is set
+    if cues.future_re.search(low):  # "final delivery will be 3840x2160": a plan, not what is set
         return PROPOSED
-    strong = [p for p in _APPLIED_STRONG if f" {p} " in low]
-    weak = [p for p in _PROPOSAL if f" {p} " in low]
-    if weak and not (strong and not {"try", "trying", "maybe", "could", "might", "would", "should", "what if",
-                                     "thinking about", "thinking of", "consider", "suggest"} & set(weak)):
+    strong = [p for p in cues.applied_strong if f" {p} " in low]
+    weak = [p for p in cues.proposal if f" {p} " in low]
+    if weak and not (strong and not cues.weak_proposal & set(weak)):
         return PROPOSED
-    final = "final" in strong and not _has(low, ("for the final", "for the finals", "final renders", "the final"))
-    if weak and strong and (final or any(p in ("went with", "settled on", "is now", "changed", "switched", "locked",
-                                               "bumped", "dropped", "lowered", "raised") for p in strong)):
+    final = "final" in strong and not _has(low, cues.final_later)
+    if weak and strong and (final or any(p in cues.changed_now for p in strong)):
         return APPLIED
     if weak:
         return PROPOSED
     return APPLIED
 
 
-_ORDINALS = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "latter": -1, "last": -1}
-_COUNTS = {"both": 2, "two": 2, "three": 3, "four": 4, "all": 9, "everything": 9, "those": 9, "these": 9}
-_TOOK = ("applied", "did", "done", "went with", "took", "used", "using", "set", "tried", "followed", "changed",
-         "made", "put", "trying", "going with", "go with")
-
-
-def _confirmed(proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]:
+def _confirmed(cues: Cues, proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]:
     """What a bare confirmation ("done", "ok, did that", "went with your second suggestion") applies:
     the proposal it points at by order, else every parameter proposed with one value only — when
     the model offered options ("8 or 16"), a plain "ok" does not say which."""
     single = [p for p in proposals if not isinstance(p.value, tuple)]
-    taken = _taken(proposals, toks)
+    taken = _taken(cues, proposals, toks)
     if taken is not None:
         return taken
     for tok in toks:
-        if tok in _ORDINALS and single:
-            n = _ORDINALS[tok]
+        if tok in cues.ordinals and single:
+            n = cues.ordinals[tok]
             return [replace(single[n], status=APPLIED, confirmed=True)] if -len(single) <= n < len(single) else []
     counts: dict[tuple[str, str], int] = {}
     for p in proposals:
@@ -1568,7 +1368,7 @@ def _confirmed(proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]
     return [replace(p, status=APPLIED, confirmed=True) for p in single if counts[(p.engine, p.parameter)] == 1][:3]
 
 
-def _taken(proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -> list[Mention] | None:
+def _taken(cues: Cues, proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -> list[Mention] | None:
     """"I applied the first three", "done on both", "went with your second suggestion", "did all of
     those": the proposals a message takes by count or order (None: it does not say)."""
     low = " " + " ".join(toks) + " "
@@ -1579,52 +1379,41 @@ def _taken(proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -
         return [replace(p, status=APPLIED) for p in proposals if not isinstance(p.value, tuple)
                 and not ((p.engine, p.parameter) in named and set((p.name or p.parameter).lower().split()) & after)]
     single = [p for p in proposals if not isinstance(p.value, tuple) and (p.engine, p.parameter) not in named]
-    if not any(f" {t} " in low for t in _TOOK):
+    if not any(f" {t} " in low for t in cues.took):
         return None
     for i, tok in enumerate(toks):
-        n = _ORDINALS.get(tok)
-        if n is not None and i + 1 < len(toks) and toks[i + 1] in _COUNTS and n == 0:  # "the first three"
-            return [replace(p, status=APPLIED) for p in single[:_COUNTS[toks[i + 1]]]]
+        n = cues.ordinals.get(tok)
+        if n is not None and i + 1 < len(toks) and toks[i + 1] in cues.counts and n == 0:  # "the first three"
+            return [replace(p, status=APPLIED) for p in single[:cues.counts[toks[i + 1]]]]
         if n is not None and i + 1 < len(toks) and toks[i + 1] in ("suggestion", "one", "option", "idea", "proposal"):
             return [replace(single[n], status=APPLIED)] if -len(single) <= n < len(single) else []
-        if tok in _COUNTS and (i + 1 == len(toks) or toks[i + 1] in ("of", "changes", "suggestions", "settings", "in",
+        if tok in cues.counts and (i + 1 == len(toks) or toks[i + 1] in ("of", "changes", "suggestions", "settings", "in",
                                                                      "now", "things", "and", "as", "you")):
             keys = {(p.engine, p.parameter) for p in single}
-            if tok in ("both", "two", "three", "four") and len(keys) != _COUNTS[tok]:
+            if tok in ("both", "two", "three", "four") and len(keys) != cues.counts[tok]:
                 continue
             return [replace(p, status=APPLIED) for p in single]
     return None
 
 
-_TOOK_BEFORE = {"done", "did", "applied", "apply", "changed", "took", "used", "followed", "made", "went",
-                "copied", "switched", "updated", "put", "implemented", "sorted"}
-_TOOK_AFTER = {"one", "ones", "change", "changes", "suggestion", "tip", "fix", "thing", "bit", "done", "applied",
-               "change's", "too", "as", "like"}
-
-
-def _took_by_name(spec: ParamSpec, toks: list[str], start: int, end: int,
+def _took_by_name(cues: Cues, spec: ParamSpec, toks: list[str], start: int, end: int,
                   proposals: tuple[Mention, ...]) -> Mention | None:
     """A proposal taken by naming its parameter without its value: "done on the max samples", "I
     applied the pixel samples change", "did the transmission one", "filter glossy applied"."""
     offered = [p for p in proposals if (p.engine, p.parameter) == spec.ident and not isinstance(p.value, tuple)]
     if len({repr(p.value) for p in offered}) != 1:
         return None  # nothing offered for it, or options ("2 or 4"): the name alone does not say which
-    before = [t for t in toks[max(0, start - 4):start] if t not in ("the", "your", "that", "on", "with", "a", "i", "we",
-                                                                      "it", "for", "to", "and", "both")]
+    before = [t for t in toks[max(0, start - 4):start] if t not in cues.took_filler]
     after = toks[end:end + 2]
-    if (before and before[-1] in _TOOK_BEFORE) or (after and after[0] in _TOOK_AFTER and (
-            after[0] not in ("too", "as", "like") and _TOOK_BEFORE & set(toks[max(0, start - 4):start])
+    if (before and before[-1] in cues.took_before) or (after and after[0] in cues.took_after and (
+            after[0] not in ("too", "as", "like") and cues.took_before & set(toks[max(0, start - 4):start])
             or after[0] in ("done", "applied", "change's"))):
         return replace(offered[0], status=APPLIED)
     return None
 
 
-_LEAVING = ("leaving it", "leave it", "leaving that", "leave that", "keep it as is", "keeping it as is", "as it is",
-            "leaving it as is", "not touching it", "won't touch it", "left it", "leaving them", "leave them")
-
-
-def _confirms(low: str, toks: list[str]) -> bool:
-    return len(toks) <= 14 and _has(low, _CONFIRM)
+def _confirms(cues: Cues, low: str, toks: list[str]) -> bool:
+    return len(toks) <= 14 and _has(low, cues.confirm)
 
 
 def _nth_word(toks: list[str], n: int) -> int:

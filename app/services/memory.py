@@ -68,6 +68,7 @@ from app.services.importer import ImportItem
 from app.config import Config, config_dir
 
 if TYPE_CHECKING:
+    from app.core.cues import Cues
     from app.core.extraction import Extractor
 
 log = logging.getLogger("kelvin.memory")
@@ -124,7 +125,14 @@ def load_extractor(data: dict | None = None) -> "Extractor":
 
     data = data if data is not None else load_taxonomy()
     engines = {e: tuple(str(n).lower() for n in spec.get("names", ())) for e, spec in data.get("engines", {}).items()}
-    return Extractor(Catalogue(specs_from_dict(data), engines), load_status_model())
+    return Extractor(Catalogue(specs_from_dict(data), engines), load_cues(), load_status_model())
+
+
+def load_cues() -> "Cues":
+    """The extractor's phrase book, read once from ``resources/phrases/*.toml`` (issue 35)."""
+    from app.core.cues import FILES, Cues
+
+    return Cues.from_files({name: tomllib.loads(resources.read_text(f"phrases/{name}.toml")) for name in FILES})
 
 
 def load_status_model() -> StatusModel | None:
