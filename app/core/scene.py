@@ -137,7 +137,7 @@ def read(data: object, catalogue: Catalogue) -> Scene:
     return Scene(app=_text(data.get("app") or ""), file=_text(data.get("file") or "", 500),
                  scene=_text(data.get("scene") or ""), engine=_text(data.get("engine") or "").lower(),
                  values=tuple(seen.values()), candidates=tuple(candidates),
-                 notes=tuple(_text(x, 300) for x in notes if isinstance(x, str)) + tuple(problems))
+                 notes=tuple(n for x in notes if isinstance(x, str) if (n := _text(x, 300).strip())) + tuple(problems))
 
 
 def _lower_first(words: str) -> str:
