@@ -73,6 +73,9 @@ _INDEXED_OPS = (OP_MESSAGE_ADD, OP_MESSAGE_RESTORE, OP_MESSAGE_EDIT, OP_MESSAGE_
 
 
 class ProjectStore:
+    """One project's journal and projections: what the services read and write through (the jobs
+    themselves are the package's modules; see the module's doc)."""
+
     def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = "",
                  extractor: Extractor | None = None, lock_wait_s: float = LOCK_WAIT_S):
         self.data_dir = data_dir
