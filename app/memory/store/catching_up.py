@@ -20,7 +20,7 @@ from app.memory.store.projections import Projections
 from app.memory.team_file import ACKS_FILE, TEAM_FILE
 
 if TYPE_CHECKING:
-    from app.memory.store.project_store import ProjectStore
+    from app.memory.store import ProjectStore
 
 
 def mark(store: ProjectStore) -> tuple:

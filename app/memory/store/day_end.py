@@ -11,7 +11,7 @@ from app.memory.store.events import OP_DAY_ROLLOVER
 from app.memory.store.fold import local_day, place_in
 
 if TYPE_CHECKING:
-    from app.memory.store.project_store import ProjectStore
+    from app.memory.store import ProjectStore
 
 
 def rollovers(store: ProjectStore) -> list[list]:

@@ -26,7 +26,7 @@ from app.memory.store.events import (
 )
 
 if TYPE_CHECKING:
-    from app.memory.store.project_store import ProjectStore
+    from app.memory.store import ProjectStore
 
 log = logging.getLogger("kelvin.store")
 

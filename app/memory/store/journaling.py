@@ -14,7 +14,7 @@ from app.memory.store.fold import fold_journal
 from app.memory.store.projecting import PROJECT_BATCH
 
 if TYPE_CHECKING:
-    from app.memory.store.project_store import ProjectStore
+    from app.memory.store import ProjectStore
 
 log = logging.getLogger("kelvin.store")
 

@@ -17,7 +17,7 @@ from app.memory.store import catching_up, projecting, rebuilding
 from app.memory.store.rebuilding import GAP_WHY
 
 if TYPE_CHECKING:
-    from app.memory.store.project_store import ProjectStore
+    from app.memory.store import ProjectStore
 
 log = logging.getLogger("kelvin.store")
 
@@ -31,7 +31,7 @@ def open_locked(store: ProjectStore) -> int:
     projections caught up or rebuilt, a cut-off reply kept. Returns the events replayed."""
     # the journal's numbers prove it whole: a gap nothing accounts for (a segment deleted from the
     # middle, lines cut out, a lost end the next event would number past) is recorded now and
-    # rescued by the rebuild below (app.memory.completeness, app.memory.rescue)
+    # rescued by the rebuild below (app.memory.completeness, app.memory.store.rescue)
     store.gaps = completeness.unexplained(store.journal, thorough=True, upto=store.journal.next_seq - 1)
     for gap in store.gaps:
         log.warning("project %s: %s", store.name, gap.describe())

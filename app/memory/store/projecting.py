@@ -27,7 +27,7 @@ from app.memory.store.events import (
 from app.memory.turn_notes import TURN_OPS
 
 if TYPE_CHECKING:
-    from app.memory.store.project_store import ProjectStore
+    from app.memory.store import ProjectStore
 
 log = logging.getLogger("kelvin.store")
 

@@ -1,7 +1,7 @@
 """Rebuilding: the index, the Markdown files, the settings ledger and the turn notes made again from
 the journal alone — crash-safe (marked as rebuilding before anything is dropped, so a kill at any
 moment leaves a store whose next open rebuilds again), and never dropping what only a projection
-still holds: whatever the journal lost is journaled again first (app.memory.rescue)."""
+still holds: whatever the journal lost is journaled again first (app.memory.store.rescue)."""
 from __future__ import annotations
 
 import logging
@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Callable
 from app.core.records import Message
 from app.memory import team_ledger
 from app.memory.index import INDEX_FORMAT, context_for, embed_text, message_rows
-from app.memory.rescue import rescue as rescued_events
 from app.memory.store.events import OP_MESSAGE_EDIT, OP_MESSAGE_RESTORE
 from app.memory.store.fold import Folded, fold_journal
 from app.memory.store.projecting import PROJECT_BATCH
 from app.memory.store.projections import Projections
+from app.memory.store.rescue import rescue as rescued_events
 
 if TYPE_CHECKING:
-    from app.memory.store.project_store import ProjectStore
+    from app.memory.store import ProjectStore
 
 log = logging.getLogger("kelvin.store")
 
@@ -94,7 +94,7 @@ def _vectors_to_keep(store: ProjectStore) -> dict[str, tuple[str, list[float]]]:
 
 
 def _journal_lost(store: ProjectStore, folded: Folded) -> list[str]:
-    """Journal again what the journal lost and a projection still holds (app.memory.rescue).
+    """Journal again what the journal lost and a projection still holds (app.memory.store.rescue).
     Returns the ids of the messages journaled again or corrected."""
     events = rescued_events(store, folded, missing_ranges(store))
     if not events:
