@@ -14,9 +14,9 @@ one write and, first thing inside it, catches this process up with what the othe
 ``ProjectStore`` is the façade; each job is a module of this package, working on the store's state:
 opening and recovery (``opening``), catching up with other processes (``catching_up``), a write
 (``journaling``), projecting events (``projecting``), the day's end (``day_end``), rebuilding
-(``rebuilding``; what it takes back from the projections the journal lost: ``rescue``), tagging messages (``tagging``), vectors (``vectors``), room on the disk
-(``disk_room``), the journal folded (``fold``), the projections' positions (``projections``), and
-the events themselves (``events``).
+(``rebuilding``; what it takes back from the projections the journal lost: ``rescue``), tagging
+messages (``tagging``), vectors (``vectors``), room on the disk (``disk_room``), the journal folded
+(``fold``), the projections' positions (``projections``), and the events themselves (``events``).
 
 Threads: the project's writer thread (app.services.commit_queue) calls ``write``, ``roll_over``,
 ``rebuild``, ``fill_vectors`` and owns ``message_ids``; readers on other threads call ``refresh``,
@@ -225,7 +225,7 @@ class ProjectStore:
                         team_ledger.follow(self, full=False)
                 except (JournalError, UnsafePath, NotRegularFile):
                     raise  # the journal itself, or a link or a FIFO in the project: nothing is written
-                except Exception as exc:  # noqa: BLE001 — the projections, not the journal
+                except Exception as exc:  # the projections, not the journal
                     # a projection that cannot catch up (a full disk, an index that fails) must not keep
                     # this write from the journal (a question is never lost to it): it goes on, and the
                     # projections catch up with a later write (the open is tried again then)

@@ -48,7 +48,7 @@ def write(store: ProjectStore, items: Sequence[tuple[str, dict]],
             projecting.project(store, entries[i : i + PROJECT_BATCH], shared="tentative")
             progress(min(i + PROJECT_BATCH, len(entries)), len(entries))
         team_ledger.written(store)  # (a shared project's ledger took them tentatively)
-    except Exception as exc:  # noqa: BLE001 — the events are durable; the projections catch up later
+    except Exception as exc:  # the events are durable; the projections catch up later
         store.projection_error = str(getattr(exc, "strerror", None) or exc)
         if isinstance(exc, OSError):  # expected (a disk that filled up meanwhile): no traceback
             log.warning("saved to the journal, but the index or Markdown could not be updated (%s); they catch "
@@ -62,7 +62,7 @@ def write(store: ProjectStore, items: Sequence[tuple[str, dict]],
         # messages): compact now, or every later write and read gets slower (~1 s at 100k)
         try:
             store.index.optimize()
-        except Exception:  # noqa: BLE001 — upkeep: the idle writer tries again
+        except Exception:  # upkeep: the idle writer tries again
             log.warning("compacting the index failed; it is retried later", exc_info=True)
     return entries
 

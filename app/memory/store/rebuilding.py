@@ -108,7 +108,7 @@ def _journal_lost(store: ProjectStore, folded: Folded) -> list[str]:
 
 def missing_ranges(store: ProjectStore) -> list[tuple[int, int]]:
     """The runs of event numbers the journal is known to lack (recorded beside it)."""
-    return [(r.seq, r.seq + r.size - 1) for r in store.journal._manifest()  # noqa: SLF001
+    return [(r.seq, r.seq + r.size - 1) for r in store.journal._manifest()
             if r.kind == "missing" and r.seq is not None]
 
 
