@@ -28,6 +28,7 @@ def main() -> None:
     from app.memory import index, journal, markdown
     from app.memory import store as store_mod
     from app.memory.index import sql_in, sql_str
+    from app.memory.store import journaling
 
     acc: dict[str, float] = defaultdict(float)
 
@@ -42,12 +43,12 @@ def main() -> None:
             try:
                 return f(*a, **k)
             finally:
-                acc[f"{cls.__name__}.{name}"] += time.perf_counter() - t
+                acc[f"{cls.__name__.rpartition('.')[2]}.{name}"] += time.perf_counter() - t
 
         setattr(cls, name, timed)
 
     for cls, name in [(store_mod.ProjectStore, "write"), (index.ProjectIndex, "messages_present"),
-                      (store_mod.ProjectStore, "_known_ids"),
+                      (journaling, "known_ids"),
                       (index.ProjectIndex, "put_messages"), (journal.Journal, "append"),
                       (markdown.MarkdownBook, "append"), (store_mod.Projections, "save")]:
         wrap(cls, name)

@@ -444,8 +444,8 @@ print("size unchanged:", seg.stat().st_size == size)
 EOF
 "$PY" - "$BIG" <<'PYU' >"$OUT/unchecked.out" 2>"$OUT/unchecked.err"; echo $? >"$OUT/unchecked.rc"
 import sys
-import app.memory.store as store
-store.disk_needed = lambda texts, vectors: 0  # as if the disk filled up between the check and the write
+import app.memory.store.disk_room as disk_room
+disk_room.disk_needed = lambda texts, vectors: 0  # as if the disk filled up between the check and the write
 from app.cli import main
 sys.exit(main(["memory", "import", sys.argv[1]]))
 PYU

@@ -67,10 +67,10 @@ def test_vectors_find_what_full_text_cannot(ollama, make_service):
 
 def test_missing_vectors_are_filled_in_when_ollama_starts_later(make_service, monkeypatch):
     from app.services.commit_queue import CommitQueue
-    import app.memory.store as store_mod
+    import app.memory.store.vectors as vectors
 
     monkeypatch.setattr(CommitQueue, "idle_every_s", 0.2)
-    monkeypatch.setattr(store_mod, "EMBEDDER_RETRY_S", 0.5)
+    monkeypatch.setattr(vectors, "EMBEDDER_RETRY_S", 0.5)
     with socket.socket() as s:  # a port nobody listens on yet
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

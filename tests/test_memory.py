@@ -309,7 +309,7 @@ def test_the_idle_writer_compacts_old_versions(service, monkeypatch):
 
 def test_small_writes_left_by_short_lived_processes_are_compacted_and_long_runs_compact_as_they_go(
         make_service, monkeypatch):
-    import app.memory.store as store_mod
+    import app.memory.store.journaling as journaling
     import app.services.memory as memory
 
     monkeypatch.setattr(memory, "OPTIMIZE_AFTER_WRITES", 8)
@@ -320,7 +320,7 @@ def test_small_writes_left_by_short_lived_processes_are_compacted_and_long_runs_
         fragments = index._chunks.stats()["fragment_stats"]["num_small_fragments"]
         svc.close()
         assert fragments <= 8  # never more than the threshold left behind: the closing command compacted
-    monkeypatch.setattr(store_mod, "COMPACT_EVERY_WRITES", 20)
+    monkeypatch.setattr(journaling, "COMPACT_EVERY_WRITES", 20)
     svc = make_service()
     svc.writer.idle_after_s = 3600  # no quiet moment at all
     ids = [svc.commit(f"note {i}")[0].id for i in range(5)]

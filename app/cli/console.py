@@ -1,9 +1,12 @@
 """Standard output as a command line uses it: a reader that goes away (`kelvin memory list | head
--2`) ends the command quietly, with the shell's usual status, and is never taken for a damaged store."""
+-2`) ends the command quietly, with the shell's usual status, and is never taken for a damaged store;
+text from memory printed without control characters; JSON one object a line; progress on stderr."""
 from __future__ import annotations
 
+import json
 import os
 import sys
+import time
 
 EXIT_READER_GONE = 141  # 128 + SIGPIPE: what a shell shows for a command whose reader left
 
@@ -51,3 +54,39 @@ def reader_gone() -> int:
     """End a command whose reader left: quietly, with the shell's usual status."""
     silence_stdout()
     return EXIT_READER_GONE
+
+
+def print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def shown(text: str) -> str:
+    """Text from memory as the terminal may print it: no escape sequences or other control characters
+    (an imported message must not move the cursor, retitle the window or clear the screen)."""
+    from app.core.records import clean_output
+
+    return clean_output(text)
+
+
+def short(text: str, n: int = 160) -> str:
+    one = " ".join(shown(text).split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def progress(label: str):
+    """A progress callback ``(done, total)`` that writes "label done / total" on stderr: on one line
+    at most twice a second in a terminal, a line each time otherwise."""
+    tty = sys.stderr.isatty()
+    state = {"last": 0.0}
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - state["last"] < 0.5:
+            return
+        state["last"] = now
+        start = "\r" if tty else ""
+        end = "\n" if (done >= total or not tty) else ""
+        sys.stderr.write(f"{start}{label} {done:,} / {total:,}{end}")
+        sys.stderr.flush()
+
+    return report

@@ -5,6 +5,24 @@ import json
 import sys
 
 
+def add_parser(sub) -> None:
+    """``team`` and its subcommands, under the top-level parser's subcommands ``sub``."""
+    tm = sub.add_parser("team", help="share a project's memory with the studio (its PostgreSQL, setting "
+                                     "team_server), join one, see where it stands, sync now")
+    tsub = tm.add_subparsers(dest="team_command", required=True)
+    tsh = tsub.add_parser("share", help="put a personal project on the studio's server (all of it; the team can join)")
+    tsh.add_argument("name", nargs="?", help="the project (default: --project)")
+    tsh.add_argument("--as", dest="as_name", help="its name on the server (default: its own)")
+    tj = tsub.add_parser("join", help="bring a shared project to this machine (pulled whole, searchable offline)")
+    tj.add_argument("name", help="the project's name on the server (`kelvin team projects` lists them)")
+    tj.add_argument("--as", dest="as_name", help="its name here (default: the same)")
+    tp = tsub.add_parser("projects", help="the projects shared on the studio's server")
+    tp.add_argument("--json", action="store_true", help="print JSON instead of text")
+    tst = tsub.add_parser("status", help="synced, waiting to send, offline since, or why the server refused")
+    tst.add_argument("--json", action="store_true", help="print JSON instead of text")
+    tsub.add_parser("sync", help="send what waits and fetch what the team added, now")
+
+
 def team(args, service) -> int:
     from app.services.team import Team
 

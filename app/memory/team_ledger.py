@@ -40,7 +40,7 @@ def follow(store, full: bool) -> None:
             if not e.ss and not team.settled(e):
                 mine.append(team.shared_view(e))
         if mine:
-            book.project(mine, store._lookup, store.bare_message, shared="tentative")
+            book.project(mine, store.lookup, store.bare_message, shared="tentative")
         book.seq = max(book.seq, last)
         store.tentative_at = at
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from app.memory import team_ledger
 from app.memory.journal import Entry
+from app.memory.store import journaling, projecting
 from app.memory.team_file import TeamFile
 
 log = logging.getLogger("kelvin.team")
@@ -85,16 +86,16 @@ def settle(store, rows: list[Entry], upto: int) -> Settled:
         with store.settings.changing():  # readers in this process see the ledger before or after, never between
             store.settings.undo_tentative()
             if in_order:
-                store.settings.project([team.shared_view(e) for e in in_order], store._lookup, store.bare_message,
+                store.settings.project([team.shared_view(e) for e in in_order], store.lookup, store.bare_message,
                                        shared="settled")
             if still:
-                store.settings.project([team.shared_view(e) for e in still], store._lookup, store.bare_message,
+                store.settings.project([team.shared_view(e) for e in still], store.lookup, store.bare_message,
                                        shared="tentative")
             store.settings.seq = max(store.settings.seq, store.journal.last_seq())
     if appended:
         store.state.markdown_seq = max(store.state.markdown_seq, appended[-1].seq)
         store.state.index_seq = max(store.state.index_seq, appended[-1].seq)
-        store.state.save(store._state_path)
+        store.state.save(store.state_path)
     # where the next settlement starts reading: the first event still not ordered, else the end
     first_still = next((pos for e, pos in pending if e in still), None)
     team.cursor = upto
@@ -118,8 +119,8 @@ def _take_out(store, tentative: list[Entry], settled_adds: set) -> None:
         return
     store.index.delete_messages(ids)
     store.book.remove_many(set(ids))
-    if store._known is not None:
-        store._known.difference_update(ids)
+    if store.message_ids is not None:
+        store.message_ids.difference_update(ids)
 
 
 def _apply(store, entries: list[Entry], force: bool, present: set[str] | None = None) -> None:
@@ -127,7 +128,7 @@ def _apply(store, entries: list[Entry], force: bool, present: set[str] | None = 
     A message already there is not added twice (the first add in the shared order wins)."""
     if not entries:
         return
-    known = store._known_ids()
+    known = journaling.known_ids(store)
     out: list[Entry] = []
     for e in entries:
         d = e.data
@@ -139,4 +140,4 @@ def _apply(store, entries: list[Entry], force: bool, present: set[str] | None = 
             known.discard(d["id"])
         out.append(e)
     for i in range(0, len(out), 2000):
-        store._project(out[i : i + 2000], replay=True, present=present, force=force)
+        projecting.project(store, out[i : i + 2000], replay=True, present=present, force=force)

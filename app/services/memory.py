@@ -200,7 +200,7 @@ class MemoryService:
             if store is None:
                 store = ProjectStore(self.data_dir, name, self.tagger, self.embedder, self.settings.index_uri,
                                      extractor=self.extractor, lock_wait_s=self.settings.lock_wait_s)
-                store.on_embedder_problem = self._notice
+                store.vectors.on_problem = self._notice
                 store.identity = self.me
                 self._stores[key] = store
             return store

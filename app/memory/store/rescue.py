@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING
 
 from app.core.ledger import UNSET
 from app.memory.settings_book import OP_SETTING_SCENE, OP_SETTING_SET, OP_SETTING_UNSET
+from app.memory.store.events import OP_MEMORY_ADD, OP_MESSAGE_DELETE, OP_MESSAGE_EDIT, OP_MESSAGE_RESTORE, with_engine
 
 if TYPE_CHECKING:
-    from app.memory.store import Folded, ProjectStore
+    from app.memory.store import ProjectStore
+    from app.memory.store.fold import Folded
 
 log = logging.getLogger("kelvin.store")
 
@@ -36,9 +38,6 @@ def _in(seq: int, gaps: list[tuple[int, int]]) -> bool:
 def rescue(store: "ProjectStore", folded: "Folded", gaps: list[tuple[int, int]]) -> list[tuple[str, dict]]:
     """The events that put back what the journal lost (see the module's doc), in the order to journal
     them. ``gaps``: the runs of event numbers the journal is known to lack."""
-    from app.memory.store import (OP_MEMORY_ADD, OP_MESSAGE_DELETE, OP_MESSAGE_EDIT, OP_MESSAGE_RESTORE,
-                                  with_engine)
-
     events: list[tuple[str, dict]] = []
     index_ids: set[str] = set()
     back = []
