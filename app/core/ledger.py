@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from app.core.extraction import APPLIED, PROPOSED, REJECTED
+from app.core.mentions import APPLIED, PROPOSED, REJECTED
 from app.core.parameters import ANY, Value, format_value, same_value
 
 UNSET = "unset"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from app.core.extraction import APPLIED, PROPOSED, REJECTED, Mention
+from app.core.mentions import APPLIED, PROPOSED, REJECTED, Mention
 from app.core.parameters import ANY, Catalogue, check_value, parse_value
 
 MAX_ITEMS = 12

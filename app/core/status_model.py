@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from app.core import parameters as P
 
 if TYPE_CHECKING:  # (extraction imports this module)
-    from app.core.extraction import Context, Mention
+    from app.core.mentions import Context, Mention
 
 NONE = "none"
 CLASSES = ("applied", "proposed", "rejected", NONE)

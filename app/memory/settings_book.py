@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:  # (imported where a message is read: a command that only lists projects never pays for it)
-    from app.core.extraction import Context, Extractor, Mention
+    from app.core.extraction import Extractor
+    from app.core.mentions import Context, Mention
 from app.core.ledger import UNSET, Current, Entry, Ledger
 from app.core.parameters import ANY, ParamSpec, as_candidate, check_value, format_value
 from app.core.scopes import scope_key
@@ -273,7 +274,7 @@ class SettingsBook:
         return gone
 
     def _from_message(self, m: Message, seq: int, edited_text: str | None = None) -> list[dict]:
-        from app.core.extraction import Context
+        from app.core.mentions import Context
 
         ctx = self._contexts.get(m.conversation_id) or Context(engine=self._engine)
         if m.status in ("recall", "failed"):  # quotes of other messages, and no-replies, state nothing new
@@ -303,7 +304,7 @@ class SettingsBook:
     def _artist(self, op: str, d: dict, seq: int) -> list[dict]:
         if op == OP_SETTING_ADD:
             value = d.get("value")
-            from app.core.extraction import Mention
+            from app.core.mentions import Mention
 
             m = Mention(engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
                         value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
@@ -358,7 +359,7 @@ class SettingsBook:
                 "applied": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.applied]}  # (with scope, sure)
 
     def _context_from_json(self, d: dict) -> Context:
-        from app.core.extraction import Context, Mention
+        from app.core.mentions import Context, Mention
 
         specs = self.extractor.cat.specs
 
