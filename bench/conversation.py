@@ -158,7 +158,7 @@ def bench_server():
     """OllamaTestServer whose summary requests (Conversation's background overflow summaries) get a
     short summary instead of taking the next turn's scripted reply (by default the server answers
     the next queued reply, or echoes the whole long message)."""
-    from app.services.conversation import SUMMARY_PROMPT
+    from app.services.overflow_summaries import SUMMARY_PROMPT
     from tests.support import ollama_server as ts
 
     class Handler(ts._Handler):
@@ -265,8 +265,7 @@ def bench_overhead(folder: Path, questions: list[str], args, server) -> dict:
             server.queue_reply(reply_text(rng, rng.randint(40, 160)))
             conv.ask(q)
         settle(svc)
-        if conv._after_turn_thread is not None:
-            conv._after_turn_thread.join()
+        conv.wait_background()
         recent = conv.recent()
         turn = conv._new_turn()
 
