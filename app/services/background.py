@@ -9,21 +9,18 @@ work: an idle pool holds no thread. Qt-free.
 """
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable
 
-log = logging.getLogger("kelvin.background")
-
-
 class NamedPool:
     """Run jobs on at most ``threads`` daemon threads named ``name``, in the order they came.
 
-    ``submit(fn, *args)`` returns a :class:`~concurrent.futures.Future`; a job that fails is logged
-    and its exception kept in the future. :meth:`wait` waits (bounded) until no job is queued or
+    ``submit(fn, *args)`` returns a :class:`~concurrent.futures.Future`. A job handles its own
+    expected failures; what escapes it is a bug: kept in the future and reported as a bare thread's
+    would be, through ``threading.excepthook`` (the window's crash dialog, else stderr). :meth:`wait` waits (bounded) until no job is queued or
     running and every thread has ended; never call it from one of the pool's own jobs."""
 
     def __init__(self, name: str, threads: int = 1):
@@ -76,8 +73,9 @@ class NamedPool:
                 continue
             try:
                 value = fn(*args, **kwargs)
-            except BaseException as exc:  # kept in the future; said in the log
-                log.error("a background job on %s failed", self.name, exc_info=exc)
+            except BaseException as exc:  # kept in the future, and reported as a thread's
                 fut.set_exception(exc)
+                threading.excepthook(threading.ExceptHookArgs((type(exc), exc, exc.__traceback__,
+                                                                threading.current_thread())))
             else:
                 fut.set_result(value)
