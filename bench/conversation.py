@@ -246,7 +246,7 @@ def window_for(conv, turn, question: str, question_id: str, recent, point):
 def bench_overhead(folder: Path, questions: list[str], args, server) -> dict:
     from app.core.commands import Mode
     from app.core.records import new_id
-    from app.services.conversation import MEMORIES_K, NOT_FOR_RETRIEVAL, RETRIEVE_K
+    from app.services.retrieval import MEMORIES_K, NOT_FOR_RETRIEVAL, RETRIEVE_K
 
     svc, conv = open_conversation(folder, c.ST_SPEC, server.host, Mode.GPU)
     out: dict = {}
@@ -367,7 +367,7 @@ def bench_pastes(folder: Path, reps: int = 3) -> list[dict]:
     from app.core.commands import Mode
     from app.core.fusion import Candidate, fuse
     from app.core.tokens import clip
-    from app.services.conversation import NOT_FOR_RETRIEVAL, RETRIEVE_K
+    from app.services.retrieval import NOT_FOR_RETRIEVAL, RETRIEVE_K
     from app.services.memory import CANDIDATES_PER_K
 
     svc, conv = open_conversation(folder, c.ST_SPEC, DISCARD_HOST, Mode.RECALL)

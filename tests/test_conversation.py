@@ -481,6 +481,22 @@ def test_switching_to_recall_stops_a_summary_at_once(converse):
         assert conv.wait_background(2) and conv._notes == {}
 
 
+def test_a_project_switch_stops_a_summary_first_and_no_note_lands_in_the_new_project(converse):
+    """One lock discipline: what changes the conversation's project stops the background job, then
+    takes the conversation lock; the summary of the project before never writes into the new one."""
+    with OllamaTestServer(delay_s=0.2) as srv:
+        conv = converse(srv.host)
+        paste = "Octane log\n" + "\n".join(f"tile {i}: 0.{i % 10} s" for i in range(3000))
+        srv.queue_reply("Tiles are fine.")
+        srv.queue_reply(" ".join(f"w{i}" for i in range(100)))  # a slow summary: 20 s
+        conv.ask(paste)
+        assert conv.busy_in_background
+        conv.switch_project("Jungle")
+        assert not conv.busy_in_background and conv.project == "Jungle" and conv._notes == {}
+        conv.new_conversation()
+        assert conv.recent() == [] and conv._notes == {}
+
+
 @pytest.mark.parametrize("content", [
     "{not json", "[1, 2]", '{"name": 7, "conversation": "c_1", "created_ms": "yesterday"}',
     '{"name": "Forest", "conversation": {"id": "../../x\\n", "day": 20261122}, "former_names": "Wood"}',

@@ -15,18 +15,20 @@ Threads and the state each owns
 ============================  ===============================================================================
 thread                        what it does to a Conversation
 ============================  ===============================================================================
-the caller of ``ask``         the window's ``kelvin-model`` pool (app.ui.worker), the terminal's main thread, or
-                              ``kelvin brief``'s worker: runs the turn under the conversation lock; also
-                              ``switch_project``, ``rename_project``, ``new_conversation`` and the slash commands
+the caller of ``ask``         the window's ``kelvin-model`` pool (app.ui.worker), the terminal's main thread:
+                              runs the turn under the conversation lock; also ``switch_project``,
+                              ``rename_project``, ``new_conversation``, ``use_server``, the slash commands
+the brief's thread            the window's ``kelvin-model`` pool, ``kelvin brief``'s worker: holds
+                              ``inference_lock`` for each model call of the brief (app.services.brief)
 ``kelvin-after-turn``         this conversation's :class:`~app.services.background.NamedPool` (one thread, alive
                               only while it has work): overflow summaries and the model pass, one model call at
                               a time, each under the conversation lock
 ``kelvin-model-stream``       one per streamed reply (app.llm.stream): reads the server; touches nothing here
-``kelvin-writer``             the commit queue (app.services.commit_queue): writes what a turn committed; its
-                              callbacks append to ``commit_problems``
+``kelvin-writer``             the commit queue's thread (app.services.commit_queue): its commit callbacks
+                              append to ``commit_problems`` (``_watch``)
 ``kelvin-gpu-sampler``        the VRAM guard (app.services.gpu_guard): ``set_mode`` and ``cancel``
 the window's UI thread        ``cancel`` (the Stop button); reads ``project``, ``mode``, ``model``
-the window's memory pool      ``greeting`` (a switch's first look at the transcript)
+the window's memory pool      ``greeting`` (a project's first look at its transcript, app.ui.chat_presenter)
 ============================  ===============================================================================
 
 One lock, ``inference_lock`` (re-entrant; also taken by the brief, app.services.brief), guards the
@@ -58,9 +60,9 @@ from typing import Callable
 from app import resources
 from app.core import chunking, commands, tools
 from app.core.commands import Mode
-from app.core.context import RECENT_TURNS, Budget, Ingredients, Seen, Window, pack, when
+from app.core.context import RECENT_TURNS, Budget, Ingredients, Window, pack, when
 from app.core.recall import recall_answer
-from app.core.records import MAX_MESSAGE_CHARS, Memory, Message, RecordError, check_text, clean_output, new_id, now_ms
+from app.core.records import MAX_MESSAGE_CHARS, Message, RecordError, check_text, clean_output, new_id, now_ms
 from app.core.tokens import Calibration, clip, estimate_messages
 from app.llm.errors import (ContextTooSmall, ModelMissing, ModelServerUnavailable, NotCompatible, NotRunning,
                             OutOfMemory, StreamCut)
@@ -69,7 +71,8 @@ from app.llm.servers import connect
 from app.llm.stream import ChatStream
 from app.core.filters import Filters
 from app.memory.turn_notes import OP_TURN_SOURCES
-from app.services import chat_commands, model_pass, overflow_summaries
+from app.services import chat_commands, model_pass, overflow_summaries, retrieval
+from app.services.retrieval import NOT_FOR_RETRIEVAL, SettingsLookup
 from app.services.background import NamedPool
 from app.services.turn import Turn, TurnResult
 from app.services.turn_extras import sources_of
@@ -80,13 +83,8 @@ from app.config import Config
 
 log = logging.getLogger("kelvin.conversation")
 
-RETRIEVE_K = 8
-MEMORIES_K = 4
-SEARCH_CHARS = 2000
-NOT_FOR_RETRIEVAL = ("recall", "failed")  # quotes of other messages and empty replies
 BRIEF_FILE = "Master_Project_Brief.md"
 
-SettingsLookup = Callable[[str, str], tuple[str, ...]]  # (project, question) → "Octane GI clamp = 10 (…)"
 
 
 CHECKPOINT_S = 0.5  # a streaming reply is journaled at least this often: a kill -9 loses at most a second
@@ -289,10 +287,11 @@ class Conversation:
         """The window for a turn: ``num_ctx`` on the GPU, the smaller ``cpu_num_ctx`` on the CPU (where a
         model reads its prompt many times slower), and never more than the server takes per request."""
         size = self.settings.cpu_num_ctx if mode is Mode.CPU else self.budget.num_ctx
-        limit = self._context_limit.get(model)
-        if limit is None:
-            info = self._info(model) if mode is not Mode.RECALL else None
-            limit = info.context_length if info and info.context_length else 0
+        with self._inference:  # what is known of the server's models (asked once, kept)
+            limit = self._context_limit.get(model)
+            if limit is None:
+                info = self._info(model) if mode is not Mode.RECALL else None
+                limit = info.context_length if info and info.context_length else 0
         if limit and limit < size:
             size = max(1024, limit)
         return self.budget if size == self.budget.num_ctx else replace(self.budget, num_ctx=size)
@@ -308,39 +307,8 @@ class Conversation:
         stored.add_done_callback(done)
 
     def _point(self, turn: Turn, text: str, question_id: str, recent: list[Message]):
-        """Search the memory: whole past messages, kept memories, current settings, and how many
-        past messages were left out as repeats of what the window holds. A search that breaks leaves
-        the turn without memory, not without an answer."""
-        skip = {m.id for m in recent} | {question_id}
-        said = Seen([text, *(m.text for m in recent)])  # the window holds these already
-        recalled: tuple[Message, ...] = ()
-        memories: tuple[Memory, ...] = ()
-        settings: tuple[str, ...] = ()
-        repeats = 0
-        query = text[:SEARCH_CHARS]  # a pasted log searches by its head: a 50k-character query costs ~1 s
-        try:
-            hits = self.memory.search(query, k=3 * RETRIEVE_K + len(skip), project=turn.project,
-                                      drop_status=NOT_FOR_RETRIEVAL)
-            found = []
-            for h in hits:  # not what the window holds, not the question asked again (another day too), nothing
-                # twice (a similar answer): the best ranked of each is kept, so what answers comes up
-                if h.message.id not in skip and not said.repeats(h.message.text):
-                    said.add(h.message.text)
-                    found.append(h.message)
-                elif len(found) < RETRIEVE_K:  # one the window would have held, but holds already
-                    repeats += 1
-            # a decision or standing instruction the search found (priority 2: "final", "always", "the client
-            # wants") goes before the rest, in the search's order: it is what a question about it wants
-            found.sort(key=lambda m: m.tags.priority < 2)
-            recalled = tuple(found[:RETRIEVE_K])
-            memories = tuple(m for m, _ in self.memory.search_memories(query, k=MEMORIES_K, project=turn.project))
-        except Exception:  # the turn goes on; the log has the cause
-            log.exception("memory search failed; answering without retrieved memories")
-        try:
-            settings = tuple(self.settings_lookup(turn.project, text))
-        except Exception:
-            log.exception("settings lookup failed; answering without current settings")
-        return recalled, memories, settings, repeats
+        """What the memory holds for this question (app.services.retrieval.point)."""
+        return retrieval.point(self.memory, self.settings_lookup, turn.project, text, question_id, recent)
 
     # what the front end says to fix a missing model, in its own words (the window: its Setup panel);
     # None: the error's own words (the terminal's: `ollama serve`, `ollama pull …`)
