@@ -5,9 +5,11 @@ packed (app.core.context) and the reply streams from the model server (Ollama, o
 OpenAI-compatible server: :mod:`app.llm.servers`); the finished turn goes to the
 commit queue and ``ask`` returns without waiting for it. No history and no KV ``context`` is
 carried between calls. Without a model (recall mode, or the server away) the answer is quoted from
-memory. Slash commands never become turns (app.services.chat_commands); after a reply, overflow
-summaries (app.services.overflow_summaries) and the optional model pass (app.services.model_pass)
-run in the background. Qt-free.
+memory. This module is the turn loop; its rooms: slash commands, which never become turns
+(app.services.chat_commands); pointing, the memory search of a turn (app.services.retrieval); the
+reply journaled while it streams and when it ends (app.services.reply_journal); and, after a reply,
+in the background, overflow summaries (app.services.overflow_summaries) and the optional model pass
+(app.services.model_pass). A turn and its result: app.services.turn. Qt-free.
 
 Threads and the state each owns
 -------------------------------
@@ -50,7 +52,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from concurrent.futures import Future
 from dataclasses import replace
 from datetime import datetime
@@ -58,11 +59,11 @@ from pathlib import Path
 from typing import Callable
 
 from app import resources
-from app.core import chunking, commands, tools
+from app.core import commands, tools
 from app.core.commands import Mode
 from app.core.context import RECENT_TURNS, Budget, Ingredients, Window, pack, when
 from app.core.recall import recall_answer
-from app.core.records import MAX_MESSAGE_CHARS, Message, RecordError, check_text, clean_output, new_id, now_ms
+from app.core.records import Message, RecordError, check_text, clean_output, new_id
 from app.core.tokens import Calibration, clip, estimate_messages
 from app.llm.errors import (ContextTooSmall, ModelMissing, ModelServerUnavailable, NotCompatible, NotRunning,
                             OutOfMemory, StreamCut)
@@ -70,12 +71,10 @@ from app.llm.model_server import ChatChunk, ModelInfo, ModelServer, ToolCall
 from app.llm.servers import connect
 from app.llm.stream import ChatStream
 from app.core.filters import Filters
-from app.memory.turn_notes import OP_TURN_SOURCES
-from app.services import chat_commands, model_pass, overflow_summaries, retrieval
+from app.services import chat_commands, model_pass, overflow_summaries, reply_journal, retrieval
 from app.services.retrieval import NOT_FOR_RETRIEVAL, SettingsLookup
 from app.services.background import NamedPool
 from app.services.turn import Turn, TurnResult
-from app.services.turn_extras import sources_of
 from app.services.memory import MemoryService
 from app.services.projects import Projects
 from app.services.settings_ledger import SettingsLedger, setting_label, value_text
@@ -87,7 +86,6 @@ BRIEF_FILE = "Master_Project_Brief.md"
 
 
 
-CHECKPOINT_S = 0.5  # a streaming reply is journaled at least this often: a kill -9 loses at most a second
 
 
 class Conversation:
@@ -269,7 +267,7 @@ class Conversation:
             result.question = question
             result.stored = (stored,)
             result.greeting = greeting
-            self._commit_answer(turn, result)
+            reply_journal.store(self.memory, self._watch, turn, result)
             self._remember_turn(turn, question, result.answer)
             if result.status == "complete":
                 self._after_turn(turn, [question] + ([result.answer] if result.answer else []))
@@ -480,7 +478,7 @@ class Conversation:
                     parts.append(text)
                     on_token(text)
                     if kind == "turn":
-                        self._checkpoint(turn, parts)
+                        reply_journal.checkpoint(self.memory, self._watch, turn, parts)
                 calls += [c for c in chunk.tool_calls if c not in calls]
                 if chunk.done:
                     final = chunk
@@ -488,24 +486,6 @@ class Conversation:
             self._stream, self._streaming_mode = None, None
             stream.close()
         return final, calls
-
-    def _checkpoint(self, turn: Turn, parts: list[str], every: float = CHECKPOINT_S) -> None:
-        """Journal what streamed since the last checkpoint, if ``every`` seconds have passed (a
-        ``reply.part``: app.memory.replies). The commit queue writes it; the stream never waits."""
-        now = time.monotonic()
-        done, last = turn.streamed
-        if now - last < every:
-            return
-        text = "".join(parts)
-        if len(text) <= done:
-            return
-        from app.memory.replies import OP_REPLY_PART, this_process
-
-        part = {"id": turn.answer_id, "project": turn.project, "conversation_id": turn.conversation_id,
-                "turn_id": turn.id, "speaker": f"Kelvin ({turn.model})", "ts_ms": now_ms(), "text": text[done:],
-                **this_process()}
-        turn.streamed[:] = [len(text), now]
-        self._watch(self.memory.writer.submit(turn.project, [(OP_REPLY_PART, part)]), "reply so far")
 
     def _info(self, model: str) -> ModelInfo | None:
         """The chat model's capabilities (asked once; unknown if the server cannot say)."""
@@ -536,41 +516,7 @@ class Conversation:
                   for h in hits if h.message.id != question.id]
         return "\n".join(lines) if lines else "nothing found in memory"
 
-    # ---- commit and the rolling window -------------------------------------------------------------
-    def _commit_answer(self, turn: Turn, result: TurnResult) -> None:
-        """Every reply is stored with its status — a stopped, cut or failed one too."""
-        if result.status == "command":
-            return
-        text = result.text.strip()
-        status = {"complete": "", "recall": "recall"}.get(result.status, result.status)
-        if result.status == "cancelled":
-            why = f"stopped: {result.error}" if result.error else "stopped by the artist"
-            text = (text + f"\n\n[{why}]") if text else f"[{why} before the reply began]"
-        elif result.status == "cut":
-            text = f"{text}\n\n[reply cut off: {result.error}]"
-        elif result.status == "failed":
-            text = f"[no reply: {result.error}]"
-        speaker = "Kelvin (from memory)" if result.status == "recall" else f"Kelvin ({turn.model})"
-        parts = reply_parts(text)
-        try:
-            parts = [check_text(part, "reply") for part in parts]
-        except RecordError as exc:  # a reply too odd to keep as it is (binary junk): keep why
-            log.warning("reply not stored as given: %s", exc)
-            parts, status = [f"[the reply could not be stored: {exc}]"], "failed"
-        ts = now_ms()
-        for n, part in enumerate(parts):  # the first under the id its checkpoints used: they fold into it
-            message, stored = self.memory.commit(part, role="assistant", speaker=speaker,
-                                                 conversation_id=turn.conversation_id, turn_id=turn.id,
-                                                 project=turn.project, status=status, ts_ms=ts + n,
-                                                 message_id=turn.answer_id if n == 0 else None)
-            result.answer = result.answer or message
-            self._watch(stored, "reply")
-            result.stored += (stored,)
-        sources = sources_of(result)
-        if sources:  # journaled with the turn: the answer's fold-out after a switch, a restart, a rebuild
-            self._watch(self.memory.note_turn(OP_TURN_SOURCES, {"message_id": result.answer.id, "sources": sources},
-                                              project=turn.project), "what the answer looked at")
-
+    # ---- the rolling window -----------------------------------------------------------------------
     def recent(self) -> list[Message]:
         """The last turns of the current conversation, oldest first (loaded from memory once)."""
         with self._inference:
@@ -633,18 +579,6 @@ class Conversation:
         """Wait until the summaries and the model pass after the last reply are done (benches, tests,
         a front end that quits); True if nothing runs any more."""
         return self._after_turn_jobs.wait(timeout)
-
-
-def reply_parts(text: str) -> list[str]:
-    """A reply as the messages it is stored in: whole, or — past what one message holds (a model
-    that ran away) — in parts split at paragraph or sentence ends, each saying where it goes on."""
-    if len(text) <= MAX_MESSAGE_CHARS:
-        return [text]
-    pieces = chunking.split(text, MAX_MESSAGE_CHARS - 200)
-    n = len(pieces)
-    return [(f"[the reply, part {i} of {n}]\n\n" if i > 1 else "") + piece
-            + (f"\n\n[the reply goes on in the next message: part {i + 1} of {n}]" if i < n else "")
-            for i, piece in enumerate(pieces, 1)]
 
 
 def _last_turns(msgs: list[Message]) -> list[Message]:
