@@ -73,7 +73,7 @@ class NamedPool:
                 continue
             try:
                 value = fn(*args, **kwargs)
-            except BaseException as exc:  # kept in the future, and reported as a thread's
+            except BaseException as exc:  # noqa: BLE001 — kept in the future, and reported as a thread's
                 fut.set_exception(exc)
                 threading.excepthook(threading.ExceptHookArgs((type(exc), exc, exc.__traceback__,
                                                                 threading.current_thread())))
