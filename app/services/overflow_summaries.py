@@ -39,8 +39,8 @@ def summarise(c, m: Message, turn: Turn, stop: threading.Event) -> bool:
     cal = c.calibration.setdefault(turn.model, Calibration())
     with c.inference_lock:
         mode = c.mode  # the mode now, not the turn's: the guard may have moved Kelvin off the GPU
-        if stop.is_set() or mode is Mode.RECALL:
-            return False
+        if stop.is_set() or mode is Mode.RECALL or (turn.project, turn.conversation_id) != (c.project, c.conversation_id):
+            return False  # (a switch that took the lock first: its notes are another conversation's)
         body, _ = clip(m.text, int(c.budget_for(mode, turn.model).num_ctx // 2 / cal.ratio))
         parts: list[str] = []
         try:
