@@ -158,7 +158,7 @@ def bench_server():
     """OllamaTestServer whose summary requests (Conversation's background overflow summaries) get a
     short summary instead of taking the next turn's scripted reply (by default the server answers
     the next queued reply, or echoes the whole long message)."""
-    from app.services.conversation import SUMMARY_PROMPT
+    from app.services.overflow_summaries import SUMMARY_PROMPT
     from tests.support import ollama_server as ts
 
     class Handler(ts._Handler):
@@ -246,7 +246,7 @@ def window_for(conv, turn, question: str, question_id: str, recent, point):
 def bench_overhead(folder: Path, questions: list[str], args, server) -> dict:
     from app.core.commands import Mode
     from app.core.records import new_id
-    from app.services.conversation import MEMORIES_K, NOT_FOR_RETRIEVAL, RETRIEVE_K
+    from app.services.retrieval import MEMORIES_K, NOT_FOR_RETRIEVAL, RETRIEVE_K
 
     svc, conv = open_conversation(folder, c.ST_SPEC, server.host, Mode.GPU)
     out: dict = {}
@@ -265,8 +265,7 @@ def bench_overhead(folder: Path, questions: list[str], args, server) -> dict:
             server.queue_reply(reply_text(rng, rng.randint(40, 160)))
             conv.ask(q)
         settle(svc)
-        if conv._after_turn_thread is not None:
-            conv._after_turn_thread.join()
+        conv.wait_background()
         recent = conv.recent()
         turn = conv._new_turn()
 
@@ -368,7 +367,7 @@ def bench_pastes(folder: Path, reps: int = 3) -> list[dict]:
     from app.core.commands import Mode
     from app.core.fusion import Candidate, fuse
     from app.core.tokens import clip
-    from app.services.conversation import NOT_FOR_RETRIEVAL, RETRIEVE_K
+    from app.services.retrieval import NOT_FOR_RETRIEVAL, RETRIEVE_K
     from app.services.memory import CANDIDATES_PER_K
 
     svc, conv = open_conversation(folder, c.ST_SPEC, DISCARD_HOST, Mode.RECALL)

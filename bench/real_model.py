@@ -134,9 +134,7 @@ def through_kelvin(conv: Conversation, server: TimedServer, question: str) -> tu
     result = conv.ask(question)
     ended = time.perf_counter()
     call = server.calls[before]  # the answer's request (a summary may follow in the background)
-    background = conv._after_turn_thread  # let it finish: the next request would queue behind it
-    if background is not None:
-        background.join(900)
+    conv.wait_background(900)  # let it finish: the next request would queue behind it
     first, last = call["first"] or call["last"] or ended, call["last"] or ended
     n = result.window.total if result.window else 0
     gen = max(0, len(result.text.split()))

@@ -458,7 +458,7 @@ def test_a_long_paste_is_summarised_in_the_background_and_the_note_is_used(serve
     server.queue_reply("The GI bounces dominate.")
     server.queue_reply("Redshift log, 1500 blocks, 12 s and 3 GB each, 4 GI bounces.")  # the summary
     conv.ask(paste)
-    conv._after_turn_thread.join(10)
+    assert conv.wait_background(10)
     summary_call = server.requests_to("/api/chat")[-1]
     assert summary_call["messages"][0]["content"].startswith("Summarise the message")
     assert summary_call["options"]["num_predict"] == 200
@@ -476,11 +476,25 @@ def test_switching_to_recall_stops_a_summary_at_once(converse):
         srv.queue_reply("Tiles are fine.")
         srv.queue_reply(" ".join(f"w{i}" for i in range(100)))  # a slow summary: 20 s
         conv.ask(paste)
-        thread = conv._after_turn_thread
-        assert thread is not None and thread.is_alive()
+        assert conv.busy_in_background
         conv.set_mode("recall", "render started")
-        thread.join(2)
-        assert not thread.is_alive() and conv._notes == {}
+        assert conv.wait_background(2) and conv._notes == {}
+
+
+def test_a_project_switch_stops_a_summary_first_and_no_note_lands_in_the_new_project(converse):
+    """One lock discipline: what changes the conversation's project stops the background job, then
+    takes the conversation lock; the summary of the project before never writes into the new one."""
+    with OllamaTestServer(delay_s=0.2) as srv:
+        conv = converse(srv.host)
+        paste = "Octane log\n" + "\n".join(f"tile {i}: 0.{i % 10} s" for i in range(3000))
+        srv.queue_reply("Tiles are fine.")
+        srv.queue_reply(" ".join(f"w{i}" for i in range(100)))  # a slow summary: 20 s
+        conv.ask(paste)
+        assert conv.busy_in_background
+        conv.switch_project("Jungle")
+        assert not conv.busy_in_background and conv.project == "Jungle" and conv._notes == {}
+        conv.new_conversation()
+        assert conv.recent() == [] and conv._notes == {}
 
 
 @pytest.mark.parametrize("content", [
@@ -543,7 +557,7 @@ def _model_pass(server, conv):
         {"engine": "any", "parameter": "focal_length", "value": 50, "status": "maybe"}]}))  # not a status
     server.queue_reply("this is not JSON")  # the model pass over the answer: ignored
     conv.ask("For the Octane forest we keep the clamping of GI a notch under ten, at nine.")
-    conv._after_turn_thread.join(10)
+    assert conv.wait_background(10)
     conv.memory.flush()
     calls = [b for b in server.requests_to("/api/chat") if b.get("format")]
     assert len(calls) == 2 and calls[0]["model"] == "llama3.2:3b" and calls[0]["format"]["required"] == ["settings"]

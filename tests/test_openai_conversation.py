@@ -179,7 +179,7 @@ def test_the_extraction_pass_asks_for_json_by_schema(converse):
         srv.queue_reply("Set it.")
         srv.queue_reply('{"settings": []}')
         assert conv.ask("Octane: GI clamp 7.5 from now on.").status == "complete"
-        conv._after_turn_thread.join(10)
+        assert conv.wait_background(10)
         passes = [b for b in srv.requests_to("/v1/chat/completions") if b["model"] == "extractor"]
         assert passes and passes[0]["response_format"]["type"] == "json_schema"
 

@@ -59,6 +59,22 @@ def test_the_log_file_is_made_at_start_not_at_import(tmp_path, app_log):
     assert logging.getLogger("kelvin").level == logging.NOTSET  # put back as it was
 
 
+def test_the_log_tail_is_the_files_last_lines_and_read_without_the_disk(app_log):
+    """The crash dialog may open on the UI thread: its log tail comes from memory, as the file has it."""
+    kelvin = logging.getLogger("kelvin.ui")
+    for i in range(260):
+        kelvin.info("tile %d rendered", i)
+    try:
+        raise ValueError("a traceback is several lines")
+    except ValueError:
+        kelvin.exception("a failure with its traceback")
+    app_log.handler.flush()
+    written = app_log.path.read_text(encoding="utf-8").splitlines()
+    app_log.path.unlink()  # not read again: the tail is what was written, kept as it was written
+    assert app_log.tail().splitlines() == written[-200:]
+    assert app_log.tail(3).splitlines() == written[-3:] and written[-1].startswith("ValueError")
+
+
 def test_an_unwritable_data_folder_logs_to_the_temp_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(crash.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
     (tmp_path / "not-a-folder").write_text("a file where the data folder should be")

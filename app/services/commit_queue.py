@@ -16,6 +16,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from app.services.background import NamedPool
+
 log = logging.getLogger("kelvin.commit")
 
 MAX_GROUP = 4000  # events written in one journal append / index add
@@ -44,8 +46,8 @@ class CommitQueue:
         self._q: queue.Queue = queue.Queue()
         self._closed = False
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="kelvin-writer", daemon=True)
-        self._thread.start()
+        self._writer = NamedPool("kelvin-writer")  # one thread: the writer loop, until close()
+        self._writer.submit(self._run)
 
     def submit(self, project: str, items: Sequence[tuple[str, dict]]) -> Future:
         work = Work(project, list(items))
@@ -79,7 +81,7 @@ class CommitQueue:
                 return
             self._closed = True
             self._q.put(_STOP)
-        self._thread.join(timeout)
+        self._writer.wait(timeout)
 
     # ---- the writer thread -------------------------------------------------------------------------
     def _run(self) -> None:

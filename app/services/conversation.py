@@ -5,27 +5,65 @@ packed (app.core.context) and the reply streams from the model server (Ollama, o
 OpenAI-compatible server: :mod:`app.llm.servers`); the finished turn goes to the
 commit queue and ``ask`` returns without waiting for it. No history and no KV ``context`` is
 carried between calls. Without a model (recall mode, or the server away) the answer is quoted from
-memory. ``ask`` runs on the caller's thread (a worker in the app); ``cancel`` may come from any
-thread. Qt-free.
+memory. This module is the turn loop; its rooms: slash commands, which never become turns
+(app.services.chat_commands); pointing, the memory search of a turn (app.services.retrieval); the
+reply journaled while it streams and when it ends (app.services.reply_journal); and, after a reply,
+in the background, overflow summaries (app.services.overflow_summaries) and the optional model pass
+(app.services.model_pass). A turn and its result: app.services.turn. Qt-free.
+
+Threads and the state each owns
+-------------------------------
+
+============================  ===============================================================================
+thread                        what it does to a Conversation
+============================  ===============================================================================
+the caller of ``ask``         the window's ``kelvin-model`` pool (app.ui.worker), the terminal's main thread:
+                              runs the turn under the conversation lock; also ``switch_project``,
+                              ``rename_project``, ``new_conversation``, ``use_server``, the slash commands
+the brief's thread            the window's ``kelvin-model`` pool, ``kelvin brief``'s worker: holds
+                              ``inference_lock`` for each model call of the brief (app.services.brief)
+``kelvin-after-turn``         this conversation's :class:`~app.services.background.NamedPool` (one thread, alive
+                              only while it has work): overflow summaries and the model pass, one model call at
+                              a time, each under the conversation lock
+``kelvin-model-stream``       one per streamed reply (app.llm.stream): reads the server; touches nothing here
+``kelvin-writer``             the commit queue's thread (app.services.commit_queue): its commit callbacks
+                              append to ``commit_problems`` (``_watch``)
+``kelvin-gpu-sampler``        the VRAM guard (app.services.gpu_guard): ``set_mode`` and ``cancel``
+the window's UI thread        ``cancel`` (the Stop button); reads ``project``, ``mode``, ``model``
+the window's memory pool      ``greeting`` (a project's first look at its transcript, app.ui.chat_presenter)
+============================  ===============================================================================
+
+One lock, ``inference_lock`` (re-entrant; also taken by the brief, app.services.brief), guards the
+conversation's state — the current project, conversation and day, the last turns (``_recent``) and
+their notes (``_notes``), the model server and what is known of its models, the calibration — and
+means one model call at a time. Whoever changes that state holds it: ``ask`` for the whole turn,
+``switch_project``, ``rename_project``, ``new_conversation``, ``use_server`` and each background job.
+Those that change it first stop the background job (``_stop_background``), so a switch never waits for
+a summary, and a summary never writes a note into the project switched to.
+
+Never under the lock, from any thread, so that they never wait for the turn they act on:
+``cancel`` (the current turn's ``stop`` event, the stream published in ``_stream``, ``_cancel_reason``)
+and ``set_mode`` (``mode``, ``mode_reason``, ``on_mode``): each is one reference assignment, and a turn
+reads them once when it starts (:class:`~app.services.turn.Turn`). ``_greeted`` has a lock of its own,
+held for a set look-up and never while taking another. Lock order: ``inference_lock`` before the memory
+service's and the stores' own locks (a turn commits while holding it), never the other way round.
 """
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
 from app import resources
-from app.core import chunking, commands, tools
-from app.core.projects import same_project
-from app.core.commands import Command, Mode
-from app.core.context import RECENT_TURNS, Budget, Ingredients, Seen, Window, pack, when
+from app.core import commands, tools
+from app.core.commands import Mode
+from app.core.context import RECENT_TURNS, Budget, Ingredients, Window, pack, when
 from app.core.recall import recall_answer
-from app.core.records import MAX_MESSAGE_CHARS, Memory, Message, RecordError, check_text, clean_output, new_id, now_ms
+from app.core.records import Message, RecordError, check_text, clean_output, new_id
 from app.core.tokens import Calibration, clip, estimate_messages
 from app.llm.errors import (ContextTooSmall, ModelMissing, ModelServerUnavailable, NotCompatible, NotRunning,
                             OutOfMemory, StreamCut)
@@ -33,8 +71,10 @@ from app.llm.model_server import ChatChunk, ModelInfo, ModelServer, ToolCall
 from app.llm.servers import connect
 from app.llm.stream import ChatStream
 from app.core.filters import Filters
-from app.memory.turn_notes import OP_TURN_SOURCES
-from app.services.turn_extras import sources_of
+from app.services import chat_commands, model_pass, overflow_summaries, reply_journal, retrieval
+from app.services.retrieval import NOT_FOR_RETRIEVAL, SettingsLookup
+from app.services.background import NamedPool
+from app.services.turn import Turn, TurnResult
 from app.services.memory import MemoryService
 from app.services.projects import Projects
 from app.services.settings_ledger import SettingsLedger, setting_label, value_text
@@ -42,59 +82,10 @@ from app.config import Config
 
 log = logging.getLogger("kelvin.conversation")
 
-RETRIEVE_K = 8
-MEMORIES_K = 4
-SEARCH_CHARS = 2000
-NOT_FOR_RETRIEVAL = ("recall", "failed")  # quotes of other messages and empty replies
 BRIEF_FILE = "Master_Project_Brief.md"
-SUMMARY_PROMPT = ("Summarise the message below for a rendering assistant's short-term memory in at most 80 "
-                  "words. Keep every number, setting name, engine, error and file name exactly. No preamble.")
-
-SettingsLookup = Callable[[str, str], tuple[str, ...]]  # (project, question) → "Octane GI clamp = 10 (…)"
 
 
-@dataclass
-class TurnResult:
-    """What happened in one turn, for the terminal, the app and tests."""
 
-    text: str  # the reply as shown (a model answer, a recall answer, or a command's output)
-    status: str  # "complete", "cancelled", "failed", "cut", "recall" or "command"
-    mode: Mode
-    question: Message | None = None
-    answer: Message | None = None
-    error: str = ""  # why the model could not answer, in one plain sentence
-    error_kind: str = ""  # "not_running", "model_missing", "out_of_memory", "cut", "server"
-    window: Window | None = None  # what was sent to the model
-    memories: tuple[Memory, ...] = ()  # what Kelvin looked at (also in recall mode)
-    recalled: tuple[Message, ...] = ()
-    settings: tuple[str, ...] = ()
-    prompt_tokens: int | None = None  # the server's own count of the prompt's tokens (Ollama's prompt_eval_count)
-    tool_log: list[str] = field(default_factory=list)
-    stored: tuple[Future, ...] = ()  # the question's and the reply's commits (done when on disk)
-    greeting: str = ""  # the first turn of a new day: "Resuming from the brief of …"
-
-    @property
-    def answered(self) -> bool:
-        return self.status in ("complete", "recall", "command")
-
-
-@dataclass(frozen=True)
-class _Turn:
-    """What a turn is about, fixed when it starts: a project switch or a mode change from another
-    thread meanwhile does not move a half-done turn."""
-
-    id: str
-    project: str
-    conversation_id: str
-    model: str
-    mode: Mode
-    stop: threading.Event
-    budget: Budget  # the window's size for this mode and this server
-    answer_id: str = field(default_factory=new_id)  # the reply's id, from its first checkpoint to its end
-    streamed: list = field(default_factory=lambda: [0, 0.0])  # [characters journaled so far, when (monotonic)]
-
-
-CHECKPOINT_S = 0.5  # a streaming reply is journaled at least this often: a kill -9 loses at most a second
 
 
 class Conversation:
@@ -114,17 +105,18 @@ class Conversation:
         self.calibration: dict[str, Calibration] = {}
         self.commit_problems: list[str] = []  # commits that failed in the background, for the caller to show
         self._model_info: dict[str, ModelInfo | None] = {}
-        self._inference = threading.Lock()  # one model call at a time
+        self._inference = threading.RLock()  # the conversation lock: its state, one model call at a time
         self.inference_lock = self._inference  # for the other users of the model (the brief)
         self.on_mode: list[Callable[[Mode], None]] = []  # called (any thread) when the mode changes
         self.mode_reason = ""  # why the mode is what it is ("the artist", or the VRAM guard's reason)
         self._greeted: set[tuple[str, str]] = set()  # (project, day) greeted with yesterday's brief
+        self._greeted_lock = threading.Lock()
         self._turn_stop = threading.Event()  # the current turn's cancel token (a new one each turn)
         self._summary_stop = threading.Event()
         self._stream: tuple[str, ChatStream] | None = None  # ("turn" | "summary", the stream)
         self._streaming_mode: Mode | None = None  # the mode of the reply streaming now
         self._cancel_reason = ""
-        self._after_turn_thread: threading.Thread | None = None
+        self._after_turn_jobs = NamedPool("kelvin-after-turn")  # summaries and the model pass, one at a time
         self._notes: dict[str, str] = {}
         self.project = ""
         self.conversation_id = ""
@@ -138,6 +130,11 @@ class Conversation:
         """Make ``name`` the current project (created if new, when ``create``; else a name that is no
         project is refused, naming the nearest). Takes its write lock now, so a project held by another
         Kelvin is refused here, with a message, rather than failing a commit later."""
+        self._stop_background(wait=True)  # not while a summary of the project before writes its note
+        with self._inference:
+            self._switch(name, create)
+
+    def _switch(self, name: str, create: bool = True) -> None:
         if not create:
             self.projects.require(name, f"/project new {name}")
         info = self.projects.ensure(name)
@@ -153,13 +150,16 @@ class Conversation:
             log.info("project %s: %d earlier messages moved to the Markdown archive", info.name, moved)
 
     def new_conversation(self) -> str:
-        self.conversation_id = self.projects.new_conversation(self.project)
-        self._day = self.projects.today()
-        self._recent = []
-        self._notes = {}
-        return self.conversation_id
+        self._stop_background(wait=True)
+        with self._inference:
+            self.conversation_id = self.projects.new_conversation(self.project)
+            self._day = self.projects.today()
+            self._recent = []
+            self._notes = {}
+            return self.conversation_id
 
     def rename_project(self, new: str) -> None:
+        self._stop_background(wait=True)
         with self._inference:  # not while a turn or a summary writes to it
             info = self.projects.rename(self.project, new)
             self.memory.open(info.name)
@@ -226,9 +226,9 @@ class Conversation:
 
         Whatever happens after the question is accepted — a cancel, the server vanishing, a bug — the
         question and a reply with its status are committed and the rolling window moves on."""
-        cmd = commands.parse(text)
-        if cmd is not None:
-            return self.run_command(cmd)
+        done = chat_commands.dispatch(self, text)  # a slash command is no turn: nothing below runs for it
+        if done is not None:
+            return done
         text = check_text(commands.unescape(text), "question")
         stop = threading.Event()
         self._turn_stop, self._cancel_reason = stop, ""  # a cancel from now on stops this turn, and only this one
@@ -237,7 +237,7 @@ class Conversation:
             greeting = ""
             if self.projects.today() != self._day:  # Kelvin left open overnight: a new day starts clean
                 try:
-                    self.switch_project(self.project)
+                    self._switch(self.project)
                     greeting = self.greeting()
                 except Exception:  # the question is kept all the same (in yesterday's conversation)
                     log.exception("starting the new day's conversation failed")
@@ -267,24 +267,29 @@ class Conversation:
             result.question = question
             result.stored = (stored,)
             result.greeting = greeting
-            self._commit_answer(turn, result)
+            reply_journal.store(self.memory, self._watch, turn, result)
             self._remember_turn(turn, question, result.answer)
-        if result.status == "complete":
-            self._after_turn(turn, [question] + ([result.answer] if result.answer else []))
+            if result.status == "complete":
+                self._after_turn(turn, [question] + ([result.answer] if result.answer else []))
         return result
 
-    def _new_turn(self, stop: threading.Event | None = None) -> _Turn:
-        return _Turn(id=new_id("t"), project=self.project, conversation_id=self.conversation_id, model=self.model,
+    def run_command(self, cmd: commands.Command) -> TurnResult:
+        """Run a parsed slash command (app.services.chat_commands)."""
+        return chat_commands.run(self, cmd)
+
+    def _new_turn(self, stop: threading.Event | None = None) -> Turn:
+        return Turn(id=new_id("t"), project=self.project, conversation_id=self.conversation_id, model=self.model,
                      mode=self.mode, stop=stop or threading.Event(), budget=self.budget_for(self.mode, self.model))
 
     def budget_for(self, mode: Mode, model: str) -> Budget:
         """The window for a turn: ``num_ctx`` on the GPU, the smaller ``cpu_num_ctx`` on the CPU (where a
         model reads its prompt many times slower), and never more than the server takes per request."""
         size = self.settings.cpu_num_ctx if mode is Mode.CPU else self.budget.num_ctx
-        limit = self._context_limit.get(model)
-        if limit is None:
-            info = self._info(model) if mode is not Mode.RECALL else None
-            limit = info.context_length if info and info.context_length else 0
+        with self._inference:  # what is known of the server's models (asked once, kept)
+            limit = self._context_limit.get(model)
+            if limit is None:
+                info = self._info(model) if mode is not Mode.RECALL else None
+                limit = info.context_length if info and info.context_length else 0
         if limit and limit < size:
             size = max(1024, limit)
         return self.budget if size == self.budget.num_ctx else replace(self.budget, num_ctx=size)
@@ -299,40 +304,9 @@ class Conversation:
                 self.commit_problems.append(problem)
         stored.add_done_callback(done)
 
-    def _point(self, turn: _Turn, text: str, question_id: str, recent: list[Message]):
-        """Search the memory: whole past messages, kept memories, current settings, and how many
-        past messages were left out as repeats of what the window holds. A search that breaks leaves
-        the turn without memory, not without an answer."""
-        skip = {m.id for m in recent} | {question_id}
-        said = Seen([text, *(m.text for m in recent)])  # the window holds these already
-        recalled: tuple[Message, ...] = ()
-        memories: tuple[Memory, ...] = ()
-        settings: tuple[str, ...] = ()
-        repeats = 0
-        query = text[:SEARCH_CHARS]  # a pasted log searches by its head: a 50k-character query costs ~1 s
-        try:
-            hits = self.memory.search(query, k=3 * RETRIEVE_K + len(skip), project=turn.project,
-                                      drop_status=NOT_FOR_RETRIEVAL)
-            found = []
-            for h in hits:  # not what the window holds, not the question asked again (another day too), nothing
-                # twice (a similar answer): the best ranked of each is kept, so what answers comes up
-                if h.message.id not in skip and not said.repeats(h.message.text):
-                    said.add(h.message.text)
-                    found.append(h.message)
-                elif len(found) < RETRIEVE_K:  # one the window would have held, but holds already
-                    repeats += 1
-            # a decision or standing instruction the search found (priority 2: "final", "always", "the client
-            # wants") goes before the rest, in the search's order: it is what a question about it wants
-            found.sort(key=lambda m: m.tags.priority < 2)
-            recalled = tuple(found[:RETRIEVE_K])
-            memories = tuple(m for m, _ in self.memory.search_memories(query, k=MEMORIES_K, project=turn.project))
-        except Exception:  # the turn goes on; the log has the cause
-            log.exception("memory search failed; answering without retrieved memories")
-        try:
-            settings = tuple(self.settings_lookup(turn.project, text))
-        except Exception:
-            log.exception("settings lookup failed; answering without current settings")
-        return recalled, memories, settings, repeats
+    def _point(self, turn: Turn, text: str, question_id: str, recent: list[Message]):
+        """What the memory holds for this question (app.services.retrieval.point)."""
+        return retrieval.point(self.memory, self.settings_lookup, turn.project, text, question_id, recent)
 
     # what the front end says to fix a missing model, in its own words (the window: its Setup panel);
     # None: the error's own words (the terminal's: `ollama serve`, `ollama pull …`)
@@ -369,9 +343,10 @@ class Conversation:
         saying Kelvin resumes from it, with the current settings. No model call."""
         project = project or self.project
         day = self.projects.today()
-        if (project, day) in self._greeted:
-            return ""
-        self._greeted.add((project, day))
+        with self._greeted_lock:
+            if (project, day) in self._greeted:
+                return ""
+            self._greeted.add((project, day))
         path: Path = self.memory.store(project).folder / BRIEF_FILE
         try:
             written = datetime.fromtimestamp(path.stat().st_mtime).astimezone()
@@ -393,7 +368,7 @@ class Conversation:
         except OSError:
             return ""
 
-    def _answer(self, turn: _Turn, question, recent, recalled, memories, settings, on_token,
+    def _answer(self, turn: Turn, question, recent, recalled, memories, settings, on_token,
                 repeats: int = 0) -> TurnResult:
         result = TurnResult(text="", status="complete", mode=turn.mode, memories=memories, recalled=recalled[:5],
                             settings=settings)
@@ -432,7 +407,7 @@ class Conversation:
             result.status, result.error, result.error_kind = "failed", "the model gave an empty reply", "empty"
         return result
 
-    def _converse(self, turn: _Turn, question, recent, recalled, memories, settings, on_token,
+    def _converse(self, turn: Turn, question, recent, recalled, memories, settings, on_token,
                   result: TurnResult, parts: list[str], repeats: int = 0) -> None:
         """Pack the window, stream the reply, run the model's tool calls (a few rounds at most)."""
         cal = self.calibration.setdefault(turn.model, Calibration())
@@ -468,7 +443,7 @@ class Conversation:
             used = cal.scale(estimate_messages(messages) + (schemas if offer else 0))
             num_predict = max(64, turn.budget.num_ctx - used - turn.budget.num_ctx // 32)
 
-    def _window(self, turn: _Turn, text: str, question_id: str, recent, recalled, memories, settings,
+    def _window(self, turn: Turn, text: str, question_id: str, recent, recalled, memories, settings,
                 repeats: int = 0) -> Window:
         """The window for this turn (no model call): tools offered if the model has them and they fit."""
         cal = self.calibration.setdefault(turn.model, Calibration())
@@ -485,7 +460,7 @@ class Conversation:
                 return window
             tools_on = False  # the window is too small for the schemas: no tools, and no word of them
 
-    def _stream_once(self, messages, num_predict, turn: _Turn, tools_on: bool, parts: list[str], on_token, *,
+    def _stream_once(self, messages, num_predict, turn: Turn, tools_on: bool, parts: list[str], on_token, *,
                      kind: str, stop: threading.Event) -> tuple[ChatChunk | None, list[ToolCall]]:
         """One streamed call; text goes to ``parts`` and ``on_token``. Returns the final chunk and
         the tool calls (a server may stream them in a chunk of their own)."""
@@ -503,7 +478,7 @@ class Conversation:
                     parts.append(text)
                     on_token(text)
                     if kind == "turn":
-                        self._checkpoint(turn, parts)
+                        reply_journal.checkpoint(self.memory, self._watch, turn, parts)
                 calls += [c for c in chunk.tool_calls if c not in calls]
                 if chunk.done:
                     final = chunk
@@ -511,24 +486,6 @@ class Conversation:
             self._stream, self._streaming_mode = None, None
             stream.close()
         return final, calls
-
-    def _checkpoint(self, turn: _Turn, parts: list[str], every: float = CHECKPOINT_S) -> None:
-        """Journal what streamed since the last checkpoint, if ``every`` seconds have passed (a
-        ``reply.part``: app.memory.replies). The commit queue writes it; the stream never waits."""
-        now = time.monotonic()
-        done, last = turn.streamed
-        if now - last < every:
-            return
-        text = "".join(parts)
-        if len(text) <= done:
-            return
-        from app.memory.replies import OP_REPLY_PART, this_process
-
-        part = {"id": turn.answer_id, "project": turn.project, "conversation_id": turn.conversation_id,
-                "turn_id": turn.id, "speaker": f"Kelvin ({turn.model})", "ts_ms": now_ms(), "text": text[done:],
-                **this_process()}
-        turn.streamed[:] = [len(text), now]
-        self._watch(self.memory.writer.submit(turn.project, [(OP_REPLY_PART, part)]), "reply so far")
 
     def _info(self, model: str) -> ModelInfo | None:
         """The chat model's capabilities (asked once; unknown if the server cannot say)."""
@@ -540,7 +497,7 @@ class Conversation:
                 return None
         return self._model_info[model]
 
-    def _run_tool(self, turn: _Turn, name: str, arguments, question: Message, result: TurnResult) -> str:
+    def _run_tool(self, turn: Turn, name: str, arguments, question: Message, result: TurnResult) -> str:
         try:
             call = tools.check_call(name, arguments)
         except RecordError as exc:
@@ -559,51 +516,18 @@ class Conversation:
                   for h in hits if h.message.id != question.id]
         return "\n".join(lines) if lines else "nothing found in memory"
 
-    # ---- commit and the rolling window -------------------------------------------------------------
-    def _commit_answer(self, turn: _Turn, result: TurnResult) -> None:
-        """Every reply is stored with its status — a stopped, cut or failed one too."""
-        if result.status == "command":
-            return
-        text = result.text.strip()
-        status = {"complete": "", "recall": "recall"}.get(result.status, result.status)
-        if result.status == "cancelled":
-            why = f"stopped: {result.error}" if result.error else "stopped by the artist"
-            text = (text + f"\n\n[{why}]") if text else f"[{why} before the reply began]"
-        elif result.status == "cut":
-            text = f"{text}\n\n[reply cut off: {result.error}]"
-        elif result.status == "failed":
-            text = f"[no reply: {result.error}]"
-        speaker = "Kelvin (from memory)" if result.status == "recall" else f"Kelvin ({turn.model})"
-        parts = reply_parts(text)
-        try:
-            parts = [check_text(part, "reply") for part in parts]
-        except RecordError as exc:  # a reply too odd to keep as it is (binary junk): keep why
-            log.warning("reply not stored as given: %s", exc)
-            parts, status = [f"[the reply could not be stored: {exc}]"], "failed"
-        ts = now_ms()
-        for n, part in enumerate(parts):  # the first under the id its checkpoints used: they fold into it
-            message, stored = self.memory.commit(part, role="assistant", speaker=speaker,
-                                                 conversation_id=turn.conversation_id, turn_id=turn.id,
-                                                 project=turn.project, status=status, ts_ms=ts + n,
-                                                 message_id=turn.answer_id if n == 0 else None)
-            result.answer = result.answer or message
-            self._watch(stored, "reply")
-            result.stored += (stored,)
-        sources = sources_of(result)
-        if sources:  # journaled with the turn: the answer's fold-out after a switch, a restart, a rebuild
-            self._watch(self.memory.note_turn(OP_TURN_SOURCES, {"message_id": result.answer.id, "sources": sources},
-                                              project=turn.project), "what the answer looked at")
-
+    # ---- the rolling window -----------------------------------------------------------------------
     def recent(self) -> list[Message]:
         """The last turns of the current conversation, oldest first (loaded from memory once)."""
-        if self._recent is None:
-            self.memory.flush()
-            msgs = self.memory.list(self.project, limit=4 * RECENT_TURNS,
-                                    filters=Filters(conversation_id=self.conversation_id))
-            self._recent = _last_turns(msgs)
-        return list(self._recent)
+        with self._inference:
+            if self._recent is None:
+                self.memory.flush()
+                msgs = self.memory.list(self.project, limit=4 * RECENT_TURNS,
+                                        filters=Filters(conversation_id=self.conversation_id))
+                self._recent = _last_turns(msgs)
+            return list(self._recent)
 
-    def _remember_turn(self, turn: _Turn, question: Message, answer: Message | None) -> None:
+    def _remember_turn(self, turn: Turn, question: Message, answer: Message | None) -> None:
         if (turn.project, turn.conversation_id) != (self.project, self.conversation_id):
             return  # the artist moved on to another project or conversation meanwhile
         new = [question] + ([answer] if answer else [])
@@ -611,183 +535,50 @@ class Conversation:
         self._recent = _last_turns([m for m in (self._recent or []) if m.id not in ids] + new)
         self._notes = {k: v for k, v in self._notes.items() if any(m.id == k for m in self._recent)}
 
-    # ---- overflow summaries ------------------------------------------------------------------------
-    def _after_turn(self, turn: _Turn, messages: list[Message]) -> None:
-        """After a reply, in the background and only while no question waits (a new one stops it):
-        summarise the long messages of the window that the next turn would have to fold, so the
-        note is a good one; and, if an extraction model is set, let it read the turn for settings
-        the rules missed."""
+    # ---- after the reply: overflow summaries and the model pass ------------------------------------
+    def _after_turn(self, turn: Turn, messages: list[Message]) -> None:
+        """After a reply (under the lock), in the background and only while no question waits (a new
+        one stops it): summarise the long messages of the window that the next turn would have to
+        fold, so the note is a good one (app.services.overflow_summaries); and, if an extraction model
+        is set, let it read the turn for settings the rules missed (app.services.model_pass)."""
         if turn.mode is Mode.RECALL or self.mode is Mode.RECALL:
             return
-        share = int((turn.budget.num_ctx - turn.budget.answer) * turn.budget.recent_share * 0.5)
-        cal = self.calibration.setdefault(turn.model, Calibration())
-        summaries = [m for m in (self._recent or []) if m.id not in self._notes and cal.tokens(m.text) > share]
+        summaries = overflow_summaries.needing_notes(self, turn)
         extract = list(messages) if self.settings.extract_model else []
         if not summaries and not extract:
             return
         stop = threading.Event()
         self._summary_stop = stop
-        self._after_turn_thread = threading.Thread(target=self._background, args=(summaries, extract, turn, stop),
-                                                   name="kelvin-after-turn", daemon=True)
-        self._after_turn_thread.start()
+        self._after_turn_jobs.submit(self._background, summaries, extract, turn, stop)
 
-    def _background(self, summaries: list[Message], extract: list[Message], turn: _Turn, stop: threading.Event) -> None:
+    def _background(self, summaries: list[Message], extract: list[Message], turn: Turn, stop: threading.Event) -> None:
         for m in summaries:
-            if not self._summarise(m, turn, stop):
+            if not overflow_summaries.summarise(self, m, turn, stop):
                 return
         for m in extract:
-            if not self._extract(m, turn, stop):
+            if not model_pass.read_for_settings(self, m, turn, stop):
                 return
 
-    def _summarise(self, m: Message, turn: _Turn, stop: threading.Event) -> bool:
-        cal = self.calibration.setdefault(turn.model, Calibration())
-        with self._inference:
-            mode = self.mode  # the mode now, not the turn's: the guard may have moved Kelvin off the GPU
-            if stop.is_set() or mode is Mode.RECALL:
-                return False
-            body, _ = clip(m.text, int(self.budget_for(mode, turn.model).num_ctx // 2 / cal.ratio))
-            parts: list[str] = []
-            try:
-                self._stream_once([{"role": "system", "content": SUMMARY_PROMPT},
-                                   {"role": "user", "content": body}], 200,
-                                  replace(turn, mode=mode, budget=self.budget_for(mode, turn.model)), False, parts,
-                                  lambda s: None, kind="summary", stop=stop)
-            except ModelServerUnavailable as exc:
-                log.info("no summary for %s: %s", m.id, exc)
-                return False
-            except Exception:  # a summary is a nicety; the extractive note stands in
-                log.exception("summary of %s failed", m.id)
-                return False
-            summary = "".join(parts).strip()
-            if summary and not stop.is_set():
-                self._notes[m.id] = summary
-        return True
-
-    def _extract(self, m: Message, turn: _Turn, stop: threading.Event) -> bool:
-        """The optional model pass over one message (its output checked strictly against the taxonomy)."""
-        from app.core.model_extraction import SCHEMA, check, prompt
-        from app.memory.settings_book import OP_SETTING_ADD
-
-        model = self.settings.extract_model
-        with self._inference:
-            mode = self.mode
-            if stop.is_set() or mode is Mode.RECALL:
-                return False
-            try:
-                book = self.ledger.book(turn.project)
-                have = {(e.engine, e.parameter, e.status) for e in book.mentions_of(m.id)}
-                stream = self.backend.chat(model, prompt(m.text, m.role, self.ledger.catalogue, book.engine),
-                                           format=SCHEMA, num_ctx=4096, cpu=mode is Mode.CPU, num_predict=400)
-                self._stream = ("summary", stream)
-                try:
-                    if stop.is_set():
-                        stream.cancel()
-                    for _ in stream:
-                        pass
-                    text = stream.text
-                finally:
-                    self._stream = None
-                    stream.close()
-            except ModelServerUnavailable as exc:
-                log.info("no model pass over %s: %s", m.id, exc)
-                return False
-            except Exception:  # the rules' result stands
-                log.exception("model pass over %s failed", m.id)
-                return False
-            if stop.is_set():
-                return False
-            found = [x for x in check(text, m.role, self.ledger.catalogue) if (x.engine, x.parameter, x.status) not in have]
-            if found:
-                events = [(OP_SETTING_ADD, {"source_id": m.id, "ts_ms": m.ts_ms, "engine": x.engine,
-                                            "parameter": x.parameter, "value": list(x.value) if isinstance(x.value, tuple)
-                                            else x.value, "unit": x.unit, "status": x.status, "name": x.name,
-                                            "domain": x.domain}) for x in found]
-                self._watch(self.memory.writer.submit(turn.project, events), "settings found by the model")
-                log.info("the model pass found %d more setting(s) in %s", len(found), m.id)
-        return True
-
     def _stop_background(self, wait: bool) -> None:
-        """Stop the background summary (the extractive note is used instead)."""
-        thread = self._after_turn_thread
-        if thread is None or not thread.is_alive():
+        """Stop the background summary or model pass (the extractive note is used instead)."""
+        if not self._after_turn_jobs.busy:
             return
         self._summary_stop.set()
         current = self._stream
         if current is not None and current[0] == "summary":
             current[1].cancel()
         if wait:
-            thread.join(timeout=5)
+            self._after_turn_jobs.wait(timeout=5)
 
-    # ---- commands ----------------------------------------------------------------------------------
-    def run_command(self, cmd: Command) -> TurnResult:
-        def done(text: str) -> TurnResult:
-            return TurnResult(text=text, status="command", mode=self.mode)
+    @property
+    def busy_in_background(self) -> bool:
+        """A summary or the model pass after the last reply is queued or running."""
+        return self._after_turn_jobs.busy
 
-        if cmd.name == "remember":
-            mem, fut = self.memory.remember(cmd.arg, cmd.category, project=self.project)
-            fut.result()
-            return done(f"Kept ({mem.category}): {mem.text}")
-        if cmd.name == "forget":
-            return done(self._forget(cmd.arg))
-        if cmd.name == "memories":
-            mems = self.memory.memories(self.project)
-            if not mems:
-                return done("No kept memories in this project yet. Use /remember …")
-            return done("\n".join(f"- ({m.category}, {when(m.ts_ms)}) {m.text}" for m in mems))
-        if cmd.name == "mode":
-            self.set_mode(cmd.arg, "artist")
-            cpu = (f" — the model runs on the CPU with a {self.settings.cpu_num_ctx:,}-token window; the render keeps "
-                   "the VRAM (slower answers)." if self.backend.cpu_mode else
-                   f" — a {self.settings.cpu_num_ctx:,}-token window for quicker answers; {self.backend.label} "
-                   "decides itself where its model runs (Kelvin cannot move it off the GPU).")
-            return done(f"Mode: {self.mode.value}" + {
-                Mode.GPU: " — the model runs on the GPU.", Mode.CPU: cpu,
-                Mode.RECALL: " — no model; answers are quoted from memory."}[self.mode])
-        if cmd.name == "project":
-            if cmd.create:  # "/project new NAME": made only when asked
-                if self.projects.exists(cmd.arg):
-                    raise RecordError(f"a project named {self.projects.display_name(cmd.arg)!r} already exists "
-                                      f"(/project {cmd.arg} switches to it)")
-                self.switch_project(cmd.arg, create=True)
-                return done(f"Project: {self.project} (new)")
-            if cmd.arg:  # like --project: a misspelt name is never a new, empty project
-                self.switch_project(cmd.arg, create=False)
-            return done(f"Project: {self.project}")
-        if cmd.name == "projects":
-            return done("\n".join(("* " if same_project(p.name, self.project) else "  ") + p.name
-                                   for p in self.projects.list()))
-        if cmd.name == "rename":
-            old = self.project
-            self.rename_project(cmd.arg)
-            return done(f"Renamed {old!r} to {self.project!r}.")
-        if cmd.name == "new":
-            self.new_conversation()
-            return done("A new conversation; everything before stays in memory.")
-        if cmd.name == "help":
-            return done(commands.HELP)
-        return done("")  # quit: the caller leaves
-
-    def _forget(self, arg: str) -> str:
-        match = self.memory.memories_meant(arg, self.project)
-        if len(match) == 1:
-            self.memory.forget(match[0].id, self.project)
-            return f"Forgot: {match[0].text}"
-        if not match:
-            return f"No kept memory matches {arg!r}. /memories lists them."
-        return "Several kept memories match; give more of its words:\n" + "\n".join(
-            f"- ({m.category}, {when(m.ts_ms)}) {m.text}" for m in match)
-
-
-def reply_parts(text: str) -> list[str]:
-    """A reply as the messages it is stored in: whole, or — past what one message holds (a model
-    that ran away) — in parts split at paragraph or sentence ends, each saying where it goes on."""
-    if len(text) <= MAX_MESSAGE_CHARS:
-        return [text]
-    pieces = chunking.split(text, MAX_MESSAGE_CHARS - 200)
-    n = len(pieces)
-    return [(f"[the reply, part {i} of {n}]\n\n" if i > 1 else "") + piece
-            + (f"\n\n[the reply goes on in the next message: part {i + 1} of {n}]" if i < n else "")
-            for i, piece in enumerate(pieces, 1)]
+    def wait_background(self, timeout: float | None = None) -> bool:
+        """Wait until the summaries and the model pass after the last reply are done (benches, tests,
+        a front end that quits); True if nothing runs any more."""
+        return self._after_turn_jobs.wait(timeout)
 
 
 def _last_turns(msgs: list[Message]) -> list[Message]:

@@ -35,6 +35,7 @@ from app.llm.errors import ModelServerUnavailable, remote
 from app.llm.model_server import ModelServer
 from app.llm.servers import connect
 from app.config import Config
+from app.services.background import NamedPool
 
 log = logging.getLogger("kelvin.gpu")
 
@@ -92,7 +93,8 @@ class GpuGuard:
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
         self._actions = None if synchronous else ThreadPoolExecutor(1, thread_name_prefix="kelvin-gpu-action")
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._sampler = NamedPool("kelvin-gpu-sampler")  # one thread: the sampling loop, from start() to stop()
+        self._sampling = False
         self._next_ps = 0.0
         self._told_off = False
         # Ollama on another machine (the studio's GPU box): its models are not on this GPU, so a
@@ -149,9 +151,9 @@ class GpuGuard:
         """Sample the source on a thread of its own (a replay steps the guard itself instead)."""
         if self.source is None:
             raise ValueError("a guard without a sample source cannot run on its own")
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="kelvin-gpu-sampler", daemon=True)
-            self._thread.start()
+        if not self._sampling:
+            self._sampling = True
+            self._sampler.submit(self._run)
         return self
 
     def _run(self) -> None:
@@ -169,9 +171,9 @@ class GpuGuard:
     def stop(self) -> None:
         """Stop sampling, let a running action finish, hang up."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        if self._sampling:
+            self._sampler.wait(timeout=10)
+            self._sampling = False
         if self._actions is not None:
             self._actions.shutdown(wait=True)
         close = getattr(self.source, "close", None)

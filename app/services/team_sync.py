@@ -15,6 +15,7 @@ from typing import Callable
 
 from app.memory.journal import StoreLocked
 from app.memory.team_server import Listener, TeamServerError
+from app.services.background import NamedPool
 from app.services.team import SyncBusy, Team, TeamStatus
 
 log = logging.getLogger("kelvin.team")
@@ -35,7 +36,8 @@ class TeamSync:
         self.project: str | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._rounds = NamedPool("kelvin-team")  # one thread: the sync loop, from the first follow() to stop()
+        self._following = False
         self._listener = Listener(team.setting) if team.configured else None
         self.rebased = 0  # rounds whose settlement put the team's events before this Kelvin's tentative ones
         self._journal_end = None  # the journal's end when the last round began (another process's write moves it)
@@ -45,9 +47,9 @@ class TeamSync:
         """Keep ``project`` in step from now on (a personal project: nothing to do)."""
         self.project = project
         self._wake.set()
-        if self._thread is None and self.team.configured:
-            self._thread = threading.Thread(target=self._run, name="kelvin-team", daemon=True)
-            self._thread.start()
+        if not self._following and self.team.configured:
+            self._following = True
+            self._rounds.submit(self._run)
 
     def _written(self, project: str) -> None:
         if project == self.project:
@@ -56,8 +58,8 @@ class TeamSync:
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self._following:
+            self._rounds.wait(timeout)
         if self._listener is not None:
             self._listener.close()
         if self._written in self.team.memory.on_written:

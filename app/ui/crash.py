@@ -51,17 +51,14 @@ class AppLog:
         return self.path.parent if self.path else None
 
     def tail(self, lines: int = TAIL_LINES) -> str:
-        """The last ``lines`` lines (read from the end: bounded, whatever the file's size)."""
-        if self.path is None:
+        """The last ``lines`` lines this Kelvin wrote to its log, as the file has them — kept in memory
+        as they are written, so a crash on the UI thread never waits on the disk to show them."""
+        recent = getattr(self.handler, "recent", None)
+        if self.path is None or recent is None:
             return ""
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - TAIL_BYTES))
-                data = f.read()
-        except OSError as exc:
-            return f"(the log could not be read: {exc})"
-        return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+        with self.handler.lock:  # the writing thread appends under the handler's lock
+            text = "\n".join(recent)
+        return "\n".join(text[-TAIL_BYTES:].splitlines()[-lines:])
 
     def close(self) -> None:
         """Detach the handler and put the loggers back as they were (tests, and the app's exit)."""
@@ -74,11 +71,27 @@ class AppLog:
         self._undo.clear()
 
 
+class _LogFile(RotatingFileHandler):
+    """The log file, which also keeps the last lines it wrote (for the crash dialog, read from any thread)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.recent: deque[str] = deque(maxlen=TAIL_LINES)  # one record each (a traceback is one)
+        self._last: logging.LogRecord | None = None
+
+    def format(self, record: logging.LogRecord) -> str:  # called by emit, under the handler's lock
+        text = super().format(record)
+        if record is not self._last:  # (the rollover check formats each record once more)
+            self._last = record
+            self.recent.append(text)
+        return text
+
+
 def _open_handler(folder: Path) -> RotatingFileHandler:
     folder.mkdir(parents=True, exist_ok=True)
     for path in (folder, *(folder / f"{LOG_NAME}{suffix}" for suffix in ("", *(f".{i}" for i in range(1, LOG_BACKUPS + 1))))):
         refuse_links(path)  # a planted link must not make the log append to (or rotate) a file elsewhere
-    handler = RotatingFileHandler(folder / LOG_NAME, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+    handler = _LogFile(folder / LOG_NAME, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s [%(threadName)s] %(message)s"))
     return handler
 
