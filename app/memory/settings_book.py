@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # (imported where a message is read: a command that only list
     from app.core.extraction import Extractor
     from app.core.mentions import Context, Mention
 from app.core.ledger import UNSET, Current, Entry, Ledger
-from app.core.parameters import ANY, ParamSpec, as_candidate, check_value, format_value
+from app.core.parameters import ANY, Catalogue, ParamSpec, as_candidate, check_value, format_value
 from app.core.scopes import scope_key
 from app.core.records import Message
 from app.durable import NotRegularFile, UnsafePath, open_append, open_regular, read_regular, write_all
@@ -49,10 +49,14 @@ SETTINGS_STATE = "settings.state.json"  # how far the ledger has read (another p
 
 
 class SettingsBook:
-    def __init__(self, folder: Path, extractor: Extractor, project: str):
+    def __init__(self, folder: Path, extractor: Extractor | Callable[[], Extractor], project: str,
+                 catalogue: Catalogue | None = None):
         self.folder = folder
         self.project_name = project
-        self.extractor = extractor
+        # the rules, or a function that builds them the first time a message is read (loading the
+        # ledger needs only the catalogue: ``kelvin settings list`` never builds the rules' patterns)
+        self._rules = extractor
+        self._catalogue = catalogue
         self._log_path = folder / "settings.jsonl"
         self._state_path = folder / SETTINGS_STATE
         self._md_path = folder / "settings.md"
@@ -74,6 +78,16 @@ class SettingsBook:
         self._undo: list[tuple[str, object]] | None = None
         self._before: tuple[dict, str] = ({}, "")
         self._load()
+
+    @property
+    def extractor(self) -> Extractor:
+        if not hasattr(self._rules, "extract"):
+            self._rules = self._rules()  # type: ignore[operator]
+        return self._rules  # type: ignore[return-value]
+
+    @property
+    def catalogue(self) -> Catalogue:
+        return self._catalogue if self._catalogue is not None else self.extractor.cat
 
     # ---- loading ------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -176,7 +190,7 @@ class SettingsBook:
             entry = replace(entry, id=f"{ev.uid}.{n}", order=ev.ss or ev.seq, author=ev.by, origin=ev.kv, seen=ev.seen)
         # the rules and the model pass parse values against the parameter already; what came from outside
         # (a scene, a hand-written value) is checked against its kind and range here too
-        spec = self.extractor.cat.specs.get(entry.key[:2]) if not entry.candidate and entry.by in ("artist", "scene") \
+        spec = self.catalogue.specs.get(entry.key[:2]) if not entry.candidate and entry.by in ("artist", "scene") \
             and entry.value is not None else None
         try:
             if spec is not None:
@@ -361,7 +375,7 @@ class SettingsBook:
     def _context_from_json(self, d: dict) -> Context:
         from app.core.mentions import Context, Mention
 
-        specs = self.extractor.cat.specs
+        specs = self.catalogue.specs
 
         def mention(j: dict) -> Mention:
             value = j.get("value")

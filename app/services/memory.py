@@ -120,12 +120,17 @@ def load_tagger(data: dict | None = None) -> RuleTagger:
     return RuleTagger(Taxonomy.from_dict(data if data is not None else load_taxonomy()))
 
 
-def load_extractor(data: dict | None = None) -> "Extractor":
-    from app.core.extraction import Extractor  # (0.1 s of patterns: only where settings are read)
-
+def load_catalogue(data: dict | None = None) -> Catalogue:
+    """The settings every engine has, by name (cheap: what reading the ledger needs)."""
     data = data if data is not None else load_taxonomy()
     engines = {e: tuple(str(n).lower() for n in spec.get("names", ())) for e, spec in data.get("engines", {}).items()}
-    return Extractor(Catalogue(specs_from_dict(data), engines), load_cues(), load_status_model())
+    return Catalogue(specs_from_dict(data), engines)
+
+
+def load_extractor(data: dict | None = None, catalogue: Catalogue | None = None) -> "Extractor":
+    from app.core.extraction import Extractor  # (0.1 s of patterns: only where messages are read)
+
+    return Extractor(catalogue or load_catalogue(data), load_cues(), load_status_model())
 
 
 def load_cues() -> "Cues":
@@ -155,7 +160,9 @@ class MemoryService:
         # lists projects never needs them: ~0.1 s)
         self._tagger: Tagger | None = tagger
         self._extractor: Extractor | None = None
-        self._taxonomy_lock = threading.Lock()
+        self._catalogue: Catalogue | None = None
+        self._taxonomy_data: dict | None = None
+        self._taxonomy_lock = threading.RLock()
         self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s,
                                                settings.openai_url, settings.openai_api_key)
         self.notices: list[str] = []  # expected problems to tell the artist once (embedder down, …)
@@ -170,24 +177,34 @@ class MemoryService:
         self.on_written: list[Callable[[str], None]] = []  # told (on the writer thread) after each write to a project
         self.writer = CommitQueue(self._apply, idle=self._upkeep)
 
-    def _build_rules(self) -> None:
+    def _taxonomy(self) -> dict:
         with self._taxonomy_lock:
-            if self._extractor is None:
-                taxonomy = load_taxonomy()
-                self._tagger = self._tagger or load_tagger(taxonomy)
-                self._extractor = load_extractor(taxonomy)
+            if self._taxonomy_data is None:
+                self._taxonomy_data = load_taxonomy()
+            return self._taxonomy_data
 
     @property
     def tagger(self) -> Tagger:
-        if self._tagger is None:
-            self._build_rules()
-        return self._tagger  # type: ignore[return-value]
+        with self._taxonomy_lock:
+            if self._tagger is None:
+                self._tagger = load_tagger(self._taxonomy())
+            return self._tagger
+
+    @property
+    def catalogue(self) -> Catalogue:
+        with self._taxonomy_lock:
+            if self._catalogue is None:
+                self._catalogue = load_catalogue(self._taxonomy())
+            return self._catalogue
 
     @property
     def extractor(self) -> Extractor:
-        if self._extractor is None:
-            self._build_rules()
-        return self._extractor  # type: ignore[return-value]
+        """The settings rules, built the first time a message is read for settings (a command that only
+        reads the ledger — ``kelvin settings list`` — never pays for their patterns)."""
+        with self._taxonomy_lock:
+            if self._extractor is None:
+                self._extractor = load_extractor(self._taxonomy(), self.catalogue)
+            return self._extractor
 
     # ---- projects ----------------------------------------------------------------------------------
     def store(self, project: str | None = None) -> ProjectStore:
@@ -199,7 +216,8 @@ class MemoryService:
             store = self._stores.get(key)
             if store is None:
                 store = ProjectStore(self.data_dir, name, self.tagger, self.embedder, self.settings.index_uri,
-                                     extractor=self.extractor, lock_wait_s=self.settings.lock_wait_s)
+                                     extractor=lambda: self.extractor, catalogue=self.catalogue,
+                                     lock_wait_s=self.settings.lock_wait_s)
                 store.vectors.on_problem = self._notice
                 store.identity = self.me
                 self._stores[key] = store

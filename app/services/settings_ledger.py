@@ -115,7 +115,7 @@ def conflict_words(c: Current) -> str:
 class SettingsLedger:
     def __init__(self, memory: MemoryService):
         self.memory = memory
-        self.catalogue = memory.extractor.cat
+        self.catalogue = memory.catalogue
 
     # ---- reading -----------------------------------------------------------------------------------
     def book(self, project: str | None = None) -> SettingsBook:

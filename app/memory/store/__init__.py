@@ -68,6 +68,7 @@ from app.memory.turn_notes import TurnNotes
 
 if TYPE_CHECKING:
     from app.core.extraction import Extractor
+    from app.core.parameters import Catalogue
 
 __all__ = [
     "CONTEXT_ENGINE", "LOCK_WAIT_S", "OPS", "OP_DAY_ROLLOVER", "OP_MEMORY_ADD", "OP_MEMORY_DELETE", "OP_MESSAGE_ADD",
@@ -88,7 +89,8 @@ class ProjectStore:
     themselves are the package's modules; see the module's doc)."""
 
     def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = "",
-                 extractor: Extractor | None = None, lock_wait_s: float = LOCK_WAIT_S):
+                 extractor: Extractor | Callable[[], Extractor] | None = None, lock_wait_s: float = LOCK_WAIT_S,
+                 catalogue: Catalogue | None = None):
         self.data_dir = data_dir
         self.folder = data_dir / projects.folder_name(name)
         refuse_links(self.folder)  # a project folder linked elsewhere: said as such
@@ -106,7 +108,9 @@ class ProjectStore:
         self.tentative_at: tuple[str, int] | None = None
         self.load_team()
         self.book = MarkdownBook(self.folder, name)
-        self.settings = SettingsBook(self.folder, extractor, name) if extractor is not None else None
+        # the settings rules may come as a function that builds them when a message is first read for
+        # settings: reading the ledger needs only the catalogue
+        self.settings = SettingsBook(self.folder, extractor, name, catalogue) if extractor is not None else None
         self.turns = TurnNotes(self.folder)  # what each answer looked at, its chips and their answers
         if self.settings is not None:
             self.settings.on_unapplied = lambda ev, exc: self.journal.note_unapplied(ev, "the settings ledger", exc)
