@@ -203,7 +203,7 @@ class SettingsPanel(QWidget):
         for col, width in enumerate((128, 80, 70, 44)):
             self.log.setColumnWidth(col, width)
         self.log.horizontalHeader().setStretchLastSection(True)
-        self.title = QLabel("Select a setting to see its history", objectName="historyTitle")
+        self.title = QLabel("Select a setting to see its history", objectName="historyTitle", wordWrap=True)
         self.unset_button = QPushButton("Unset", objectName="unsetSetting", enabled=False)
         self.unset_button.setToolTip("Kelvin forgets the current value (the history stays)")
         self.unset_button.clicked.connect(self._unset)
