@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.blend_scene import EXPECTED
-from tests.test_cli import kelvin
+from tests.support.cli import kelvin
 from tests.test_scene import BLENDER, forest, needs_blender  # noqa: F401 — forest is a fixture
 
 ROOT = Path(__file__).resolve().parent.parent

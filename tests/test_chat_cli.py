@@ -1,4 +1,4 @@
-"""`kelvin chat`, `kelvin doctor` and `kelvin project`, run as new processes against the test server."""
+"""`kelvin chat`, `kelvin doctor` and `kelvin project` against the test server (in-process; a real process for the pipe)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.support.ollama_server import ModelSpec, OllamaTestServer
-from tests.test_cli import ROOT, kelvin
+from tests.support.cli import ROOT, kelvin
 
 
 @pytest.fixture

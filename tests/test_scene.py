@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.blend_scene import CANDIDATES, EXPECTED, UNITS
-from tests.test_cli import kelvin, write_jsonl
+from tests.support.cli import kelvin, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILDER = ROOT / "tests" / "support" / "blend_scene.py"

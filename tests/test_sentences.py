@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import ollama_server
-from tests.test_cli import ROOT, kelvin, write_jsonl
+from tests.support.cli import ROOT, kelvin, write_jsonl
 
 ROWS = [{"id": f"r{i}", "text": f"render note {i}: Octane GI clamp {i}", "timestamp": f"2026-11-20T09:00:{i:02d}Z"}
         for i in range(5)]

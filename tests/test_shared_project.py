@@ -24,7 +24,7 @@ from app.ui.app import build_services
 from app.ui.main_window import MainWindow
 from tests.support.blend_scene import EXPECTED
 from tests.support.ollama_server import OllamaTestServer
-from tests.test_cli import ROOT, kelvin, write_jsonl
+from tests.support.cli import ROOT, kelvin, write_jsonl
 from tests.test_scene import BLENDER, forest  # noqa: F401 — forest is a fixture
 
 ADDON_SESSION = """

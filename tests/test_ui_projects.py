@@ -332,7 +332,7 @@ def test_kelvin_app_without_a_display_prints_the_fallback(monkeypatch):
     import subprocess
     import sys
 
-    from tests.test_cli import ROOT
+    from tests.support.cli import ROOT
 
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     outs = []
