@@ -13,10 +13,10 @@ from tests.support.cli import ROOT, kelvin
 
 
 @pytest.fixture
-def server(monkeypatch):
-    with OllamaTestServer() as srv:
-        monkeypatch.setenv("KELVIN_OLLAMA_HOST", srv.host)
-        yield srv
+def server(server, monkeypatch):
+    """The shared test server (tests/conftest.py), where every command of the test reaches it."""
+    monkeypatch.setenv("KELVIN_OLLAMA_HOST", server.host)
+    return server
 
 
 def test_once_answers_commits_and_sees_the_last_turns(server):

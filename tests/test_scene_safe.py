@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.blend_scene import MARKS
 from tests.support.cli import kelvin
-from tests.test_scene import BLENDER, make_blend, needs_blender
+from tests.support.blender import BLENDER, make_blend, needs_blender
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = needs_blender

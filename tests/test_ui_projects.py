@@ -14,7 +14,7 @@ from app.config import load
 from app.ui.app import build_services
 from app.ui.main_window import MainWindow
 from tests.support.ollama_server import OllamaTestServer
-from tests.test_ui_window import _open_browser, send, window  # noqa: F401 (a fixture)
+from tests.support.window import open_browser, send
 
 ID_LIKE = re.compile(r"\b[mkct]_[0-9a-f]{6,}\b|chip:\w+:\d|look:\d|copy:\d")
 
@@ -53,7 +53,7 @@ def test_a_switch_with_a_search_typed_shows_only_the_new_project(qtbot, window):
         seed(w, "default", 30)
         seed(w, "perfume", 5)
         seen = Seen(w)
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         qtbot.keyClicks(w.memory.search, "GI clamp")
         qtbot.waitUntil(lambda: w.memory.count.text() == "30 matches for “GI clamp”, best first", timeout=10_000)
         w.projects.switch_project("perfume")
@@ -72,15 +72,16 @@ def test_a_page_landing_after_a_switch_is_dropped(qtbot, window):  # noqa: F811
         seed(w, "default", 350)
         seed(w, "perfume", 3)
         seen = Seen(w)
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         qtbot.waitUntil(lambda: w.memory.model.rowCount() == 353 - 3, timeout=10_000)
         w.pools.run(w.pools.memory, lambda report: time.sleep(0.8))  # the memory worker is busy for a moment
         w.memory.table.scrollToBottom()  # asks for the last page: it waits behind the sleep
-        qtbot.wait(50)
-        assert w.memory.model._asked
+        qtbot.waitUntil(lambda: bool(w.memory.model._asked), timeout=5000)
         w.projects.switch_project("perfume")  # lands before that page does
         qtbot.waitUntil(lambda: w.project == "perfume" and w.memory.model.rowCount() == 3, timeout=10_000)
-        qtbot.wait(1200)  # the old page has landed by now
+        qtbot.waitUntil(lambda: w.pools.busy() == 0, timeout=10_000)  # the old page has landed by now
+        QApplication.sendPostedEvents()  # and what it sent the window has been delivered
+        QApplication.processEvents()
         assert [w.memory.model.index(r, 4).data() for r in range(3)] == [f"perfume note {i}: Octane GI clamp {i}"
                                                                        for i in (2, 1, 0)]
         assert seen.foreign() == []
@@ -95,7 +96,9 @@ def test_a_switch_while_a_reply_streams_stops_it_keeps_it_and_shows_nothing_of_i
         qtbot.waitUntil(lambda: "word2" in w.chat.entries[-1].text, timeout=10_000)
         w.projects.switch_project("perfume")
         qtbot.waitUntil(lambda: w.project == "perfume" and not w.chat.composer.isReadOnly(), timeout=10_000)
-        qtbot.wait(600)  # tokens the old reply would still stream
+        qtbot.waitUntil(lambda: w.pools.busy() == 0, timeout=10_000)  # the old reply's stream has ended
+        QApplication.sendPostedEvents()  # and every token it still sent has been delivered
+        QApplication.processEvents()
         shown = w.chat.transcript.toPlainText()
         assert "word" not in shown and "a long answer" not in shown
         assert [e.text for e in w.chat.entries] == ["perfume note 0: Octane GI clamp 0", "perfume note 1: Octane GI clamp 1"]
@@ -187,7 +190,7 @@ def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_w
         qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=5000)
         qtbot.wait(100)  # the layout settles
         bar.triggerAction(bar.SliderAction.SliderPageStepSub)  # the artist pages up to read
-        qtbot.wait(50)
+        qtbot.waitUntil(lambda: bar.value() < bar.maximum(), timeout=5000)
         reading = bar.value()
         assert reading < bar.maximum()
         w.chat.add("notice", "something new below")
@@ -238,7 +241,7 @@ def test_esc_on_the_memory_view_does_not_stop_the_reply(qtbot, window):  # noqa:
         srv.queue_reply("one two three four five six seven eight")
         send(qtbot, w, "count for me")
         qtbot.waitUntil(lambda: "two" in w.chat.entries[-1].text, timeout=10_000)
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         qtbot.keyClick(w.memory.search, Qt.Key.Key_Escape)
         qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
         assert w.chat.entries[-1].status == "" and w.chat.entries[-1].text.endswith("eight")
