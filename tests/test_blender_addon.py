@@ -70,7 +70,7 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _session(tmp_path: Path, forest: Path, zipped: Path, extension: bool) -> dict:  # noqa: F811
+def _session(tmp_path: Path, forest: Path, zipped: Path, extension: bool) -> dict:
     script = tmp_path / "session.py"
     script.write_text(SESSION.format(forest=str(forest), zipped=str(zipped), extension=extension,
                                      saved=str(tmp_path / "saved.blend"), missing=str(tmp_path / "no-kelvin")),

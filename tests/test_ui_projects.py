@@ -47,7 +47,7 @@ class Seen:
         return [(p, t) for p, t in self.rows if not t.startswith(p)]
 
 
-def test_a_switch_with_a_search_typed_shows_only_the_new_project(qtbot, window):  # noqa: F811
+def test_a_switch_with_a_search_typed_shows_only_the_new_project(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 30)
@@ -66,7 +66,7 @@ def test_a_switch_with_a_search_typed_shows_only_the_new_project(qtbot, window):
         assert seen.rows and seen.foreign() == []
 
 
-def test_a_page_landing_after_a_switch_is_dropped(qtbot, window):  # noqa: F811
+def test_a_page_landing_after_a_switch_is_dropped(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 350)
@@ -87,7 +87,7 @@ def test_a_page_landing_after_a_switch_is_dropped(qtbot, window):  # noqa: F811
         assert seen.foreign() == []
 
 
-def test_a_switch_while_a_reply_streams_stops_it_keeps_it_and_shows_nothing_of_it(qtbot, window):  # noqa: F811
+def test_a_switch_while_a_reply_streams_stops_it_keeps_it_and_shows_nothing_of_it(qtbot, window):
     with OllamaTestServer(delay_s=0.15) as srv:
         w = window(srv)
         seed(w, "perfume", 2)
@@ -139,7 +139,7 @@ def test_the_transcript_and_the_view_come_back_after_a_restart(qtbot, tmp_path):
         again.quit()
 
 
-def test_earlier_messages_are_a_scroll_away(qtbot, window):  # noqa: F811
+def test_earlier_messages_are_a_scroll_away(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 95, "turn")
@@ -163,7 +163,7 @@ def test_earlier_messages_are_a_scroll_away(qtbot, window):  # noqa: F811
         assert w.chat.transcript.toPlainText().count("— ") >= 1  # the day line
 
 
-def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):  # noqa: F811
+def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):
     """A redrawn transcript starts at the top for a moment: that must not load the history page after
     page (it did, and with 100k messages the window never settled)."""
     with OllamaTestServer() as srv:
@@ -178,7 +178,7 @@ def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):  # no
         assert len(w.chat.entries) == 40 and w.pools.busy() == 0
 
 
-def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_where_they_are(qtbot, window):  # noqa: F811
+def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_where_they_are(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 30, "turn")
@@ -198,7 +198,7 @@ def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_w
         assert bar.value() == reading  # not yanked down
 
 
-def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window, monkeypatch):  # noqa: F811
+def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window, monkeypatch):
     with OllamaTestServer() as srv:
         w = window(srv)
         box = w.header.project_box
@@ -225,7 +225,7 @@ def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window,
         qtbot.waitUntil(lambda: w.project == "default", timeout=10_000)
 
 
-def test_slash_project_moves_the_whole_window(qtbot, window):  # noqa: F811
+def test_slash_project_moves_the_whole_window(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "perfume", 2)
@@ -235,7 +235,7 @@ def test_slash_project_moves_the_whole_window(qtbot, window):  # noqa: F811
         assert w.header.project_box.currentText() == "perfume" and "Project: " not in w.chat.transcript.toPlainText()
 
 
-def test_esc_on_the_memory_view_does_not_stop_the_reply(qtbot, window):  # noqa: F811
+def test_esc_on_the_memory_view_does_not_stop_the_reply(qtbot, window):
     with OllamaTestServer(delay_s=0.1) as srv:
         w = window(srv)
         srv.queue_reply("one two three four five six seven eight")
@@ -247,7 +247,7 @@ def test_esc_on_the_memory_view_does_not_stop_the_reply(qtbot, window):  # noqa:
         assert w.chat.entries[-1].status == "" and w.chat.entries[-1].text.endswith("eight")
 
 
-def test_the_mode_shown_is_the_mode_in_use(qtbot, window):  # noqa: F811
+def test_the_mode_shown_is_the_mode_in_use(qtbot, window):
     srv = OllamaTestServer().start()
     try:
         w = window(srv)
@@ -264,7 +264,7 @@ def test_the_mode_shown_is_the_mode_in_use(qtbot, window):  # noqa: F811
     assert w.chat.entries[-1].status == "recall" and w.header.mode_box.currentText() == "Memory only"
 
 
-def test_no_internal_id_reaches_the_artist(qtbot, window):  # noqa: F811
+def test_no_internal_id_reaches_the_artist(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 3)

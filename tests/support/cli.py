@@ -86,7 +86,7 @@ def kelvin(*args: str, input: str | bytes | None = None, check: bool = True) -> 
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if exc.code is not None and not isinstance(exc.code, int):
                 stderr.write(f"{exc.code}\n")
-        except Exception:  # a bug: what the interpreter would print and exit with (pytest's own stops pass)
+        except Exception:  # noqa: BLE001 — a bug: printed and exit 1, as the interpreter does (pytest's own stops pass)
             stderr.write(traceback.format_exc())
             code = 1
     proc = subprocess.CompletedProcess(["kelvin", *args], code or 0, _text(stdout), _text(stderr))
