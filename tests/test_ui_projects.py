@@ -190,11 +190,12 @@ def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_w
         qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=5000)
         qtbot.wait(100)  # the layout settles
         bar.triggerAction(bar.SliderAction.SliderPageStepSub)  # the artist pages up to read
-        qtbot.waitUntil(lambda: bar.value() < bar.maximum(), timeout=5000)
+        qtbot.waitUntil(lambda: bar.value() < bar.maximum() and w.chat.jump.isVisible(), timeout=5000)  # taken as read
         reading = bar.value()
         assert reading < bar.maximum()
         w.chat.add("notice", "something new below")
-        qtbot.wait(100)
+        qtbot.waitUntil(lambda: "something new below" in w.chat.transcript.toPlainText(), timeout=5000)
+        QApplication.processEvents()  # and what its drawing set off has run
         assert bar.value() == reading  # not yanked down
 
 
