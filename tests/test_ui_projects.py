@@ -333,16 +333,14 @@ def test_the_window_comes_back_where_it_was_and_never_off_screen(qtbot, tmp_path
 
 
 def test_kelvin_app_without_a_display_prints_the_fallback(monkeypatch):
-    import subprocess
-    import sys
+    import os
 
-    from tests.support.cli import ROOT
+    from tests.support.cli import kelvin_process
 
-    env = {k: v for k, v in __import__("os").environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     outs = []
-    for args in (["app"], []):
-        proc = subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=60)
+    for args in (["app"], []):  # the entry point itself, where there is no display
+        proc = kelvin_process(*args, env=env, check=False, timeout=60)
         outs.append((proc.returncode, proc.stdout))
     (rc_app, out_app), (rc_bare, out_bare) = outs
     assert out_app == out_bare and "no display to open the window on" in out_app and "kelvin chat" in out_app
