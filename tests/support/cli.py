@@ -8,8 +8,9 @@ status of the entry point itself, another Kelvin beside an open window — is dr
 :func:`kelvin_process` (``python -m app`` in a process of its own) or :mod:`tests.support.processes`.
 
 Run in-process, a command must leave the test process as it found it: the signal handlers it
-installs (SIGTERM/SIGHUP become a clean unwind in the CLI), the logging it configures, the working
-directory and the standard streams are all put back after each call.
+installs (SIGTERM/SIGHUP become a clean unwind in the CLI), the logging it configures (the root's
+handler, every logger's level), the working directory and the standard streams are all put back
+after each call.
 """
 from __future__ import annotations
 
@@ -47,12 +48,22 @@ def _text(stream: io.TextIOWrapper) -> str:
     return raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _loggers() -> dict[str, logging.Logger]:
+    return {name: logger for name, logger in logging.Logger.manager.loggerDict.items()
+            if isinstance(logger, logging.Logger)}
+
+
+def _logger_levels() -> dict[str, int]:
+    return {name: logger.level for name, logger in _loggers().items()}
+
+
 @contextmanager
 def _as_its_own_command(stdin, stdout, stderr) -> Iterator[None]:
     """Give one call of ``main`` the process to itself, and take back everything it changed."""
     handlers = {sig: signal.getsignal(sig) for sig in _SIGNALS}
     root = logging.getLogger()
     root_handlers, root_level = root.handlers[:], root.level
+    levels = _logger_levels()  # `kelvin chat` quiets kelvin.memory for the rest of its process
     streams = sys.stdin, sys.stdout, sys.stderr
     cwd = os.getcwd()
     root.handlers = []  # so that the CLI's logging.basicConfig writes "kelvin: …" to its own stderr
@@ -67,6 +78,8 @@ def _as_its_own_command(stdin, stdout, stderr) -> Iterator[None]:
             if handler not in root_handlers:
                 handler.close()
         root.handlers, root.level = root_handlers, root_level
+        for name, logger in _loggers().items():
+            logger.setLevel(levels.get(name, logging.NOTSET))
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
 
