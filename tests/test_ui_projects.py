@@ -174,7 +174,8 @@ def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):
         for _ in range(3):
             w.chat._render()  # the whole transcript drawn again
             w.chat.transcript.verticalScrollBar().setValue(0)  # moved by the program, not the artist
-            qtbot.wait(200)
+            QApplication.processEvents()  # what the move set off has started…
+            qtbot.waitUntil(lambda: w.pools.busy() == 0, timeout=10_000)  # …and ended (a page would be in now)
         assert len(w.chat.entries) == 40 and w.pools.busy() == 0
 
 
