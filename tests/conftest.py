@@ -112,3 +112,57 @@ def postgres():
         yield cluster
     finally:
         cluster.remove()
+
+
+@pytest.fixture
+def server():
+    """The Ollama-protocol test server on 127.0.0.1 (tests/support/ollama_server.py), reached through
+    the real ``ollama`` client; stopped after the test, which fails if a request raised inside it."""
+    from tests.support.ollama_server import OllamaTestServer
+
+    with OllamaTestServer() as srv:
+        yield srv
+    assert srv.errors == []
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    """``window(server, **config)``: a real MainWindow on real services over tmp data, shown, active
+    and ready to type in; closed after the test (the writer drained, the pools waited for)."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from app.config import load
+    from app.ui.app import build_services
+    from app.ui.main_window import MainWindow
+
+    made = []
+
+    def make(server, **overrides):
+        settings = load({"ollama_host": server.host, **overrides})
+        w = MainWindow(settings, QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+        qtbot.addWidget(w)
+        w.show()
+        qtbot.waitExposed(w)
+        w.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is w, timeout=5000)  # shortcuts need an active window
+        w.attach(build_services(settings, gpu=False))
+        qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly(), timeout=10_000)  # the transcript is there
+        w.chat.composer.setFocus()
+        made.append(w)
+        return w
+
+    yield make
+    for w in made:
+        w.close()  # drains the writer, waits for the pools
+
+
+@pytest.fixture(scope="session")
+def forest(tmp_path_factory):
+    """forest.blend, made once by real Blender (tests/support/blend_scene.py); read, never written, by
+    the tests that use it. Skipped where Blender's Python is not installed."""
+    from tests.support.blender import BLENDER, make_blend
+
+    if not BLENDER:
+        pytest.skip("no Blender Python")
+    return make_blend(tmp_path_factory.mktemp("blend") / "forest.blend")

@@ -13,6 +13,7 @@ from app.llm.backend import ChatChunk, ChatStream, LoadedModel, OllamaBackend, P
 from app.llm.errors import (ModelMissing, NotRunning, OllamaUnavailable, OutOfMemory, ServerError, StreamCut,
                             explain)
 from tests.support.ollama_server import ModelSpec, OllamaTestServer, embed_text
+from tests.support.waits import wait_until
 
 CHAT, EMBED = "llama3.1:8b", "nomic-embed-text"
 USER = [{"role": "user", "content": "How do I reduce fireflies in Cycles?"}]
@@ -20,13 +21,6 @@ REPLY = "Clamp indirect light to 10 and raise the filter glossy to 1."
 TOOLS = [{"type": "function", "function": {"name": "get_render_settings", "description": "Read settings",
                                             "parameters": {"type": "object", "properties": {
                                                 "engine": {"type": "string"}}}}}]
-
-
-@pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
-    assert srv.errors == []
 
 
 @pytest.fixture
@@ -46,15 +40,6 @@ def dead_host():
 
 def stream_threads():
     return [t for t in threading.enumerate() if t.name == "kelvin-model-stream" and t.is_alive()]
-
-
-def wait_until(pred, timeout=1.0):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 # -- chat ------------------------------------------------------------------------------------------

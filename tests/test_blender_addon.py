@@ -4,7 +4,7 @@ it sends with the command of the Kelvin that wrote it, never holds Blender up (a
 while the send is still under way: the send is made to wait on an event), says sent / sending /
 failed in its panel's status line, and sends the latest scene once more when a save came mid-send.
 
-Blender's Python comes from KELVIN_BLENDER_PYTHON or ./.venv-blender (see tests/test_scene.py)."""
+Blender's Python comes from KELVIN_BLENDER_PYTHON or ./.venv-blender (see tests/support/blender.py)."""
 from __future__ import annotations
 
 import json
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.blend_scene import EXPECTED
-from tests.test_cli import kelvin
-from tests.test_scene import BLENDER, forest, needs_blender  # noqa: F401 — forest is a fixture
+from tests.support.cli import kelvin
+from tests.support.blender import BLENDER, needs_blender
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,7 +70,7 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _session(tmp_path: Path, forest: Path, zipped: Path, extension: bool) -> dict:  # noqa: F811
+def _session(tmp_path: Path, forest: Path, zipped: Path, extension: bool) -> dict:
     script = tmp_path / "session.py"
     script.write_text(SESSION.format(forest=str(forest), zipped=str(zipped), extension=extension,
                                      saved=str(tmp_path / "saved.blend"), missing=str(tmp_path / "no-kelvin")),
@@ -100,7 +100,7 @@ def test_kelvin_scene_addon_writes_an_extension_and_a_legacy_add_on_that_know_th
 
 @needs_blender
 @pytest.mark.parametrize("extension", [True, False], ids=["extension", "legacy"])
-def test_the_add_on_sends_in_the_background_and_says_how_it_went(tmp_path, forest, extension):  # noqa: F811
+def test_the_add_on_sends_in_the_background_and_says_how_it_went(tmp_path, forest, extension):
     kelvin("project", "create", "Forest")
     zipped = tmp_path / "kelvin_sync.zip"
     kelvin("scene", "addon", "--out", str(zipped))

@@ -20,6 +20,7 @@ from app.core.commands import Mode
 from app.core.records import Message, Tags
 from app.services.brief import ARCHIVE_FILE, BRIEF_FILE, BriefBuilder, BriefCancelled, BriefFailed, NothingNew
 from app.services.conversation import Conversation
+from tests.support.cli import kelvin
 from tests.support.ollama_server import OllamaTestServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,21 +186,18 @@ def test_a_cancel_or_a_vanished_ollama_mid_run_leaves_the_old_brief_and_archive_
         assert {n: (folder / n).read_bytes() for n in before} == before
 
 
-def test_a_killed_brief_process_leaves_the_old_brief_whole(tmp_path):
-    env = {**os.environ, "KELVIN_DATA_DIR": str(tmp_path / "data"), "KELVIN_EMBEDDER": "none"}
+def test_a_killed_brief_process_leaves_the_old_brief_whole(tmp_path, monkeypatch):
     with OllamaTestServer(delay_s=0.02) as srv:
-        env["KELVIN_OLLAMA_HOST"] = srv.host
+        monkeypatch.setenv("KELVIN_OLLAMA_HOST", srv.host)
+        env = os.environ.copy()  # for the brief that is killed: a process of its own
         now = time.time() - 3600
         seed = tmp_path / "day.jsonl"
         seed.write_text("".join(json.dumps({"id": f"d{i}", "role": role, "text": text, "conversation_id": "today",
                                             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + i * 60))})
                                 + "\n" for i, (role, text) in enumerate(DAY)), encoding="utf-8")
-        subprocess.run([sys.executable, "-m", "app", "memory", "import", str(seed)], cwd=ROOT, env=env, check=True,
-                       capture_output=True)
+        kelvin("memory", "import", str(seed))
         queue_day(srv)
-        first = subprocess.run([sys.executable, "-m", "app", "brief", "--json"], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=120)
-        assert first.returncode == 0, first.stderr
+        first = kelvin("brief", "--json")
         out = json.loads(first.stdout)
         assert out["sections"]["Current settings"] and "[4/4] Done" in first.stderr
         folder = Path(out["path"]).parent
@@ -207,8 +205,7 @@ def test_a_killed_brief_process_leaves_the_old_brief_whole(tmp_path):
         more = tmp_path / "more.jsonl"  # something said since, so that the next brief has work to do
         more.write_text(json.dumps({"id": "d-more", "text": "One more thing: the client liked the morning fog.",
                                     "conversation_id": "today"}) + "\n", encoding="utf-8")
-        subprocess.run([sys.executable, "-m", "app", "memory", "import", str(more)], cwd=ROOT, env=env, check=True,
-                       capture_output=True)
+        kelvin("memory", "import", str(more))
         for d in range(3):
             srv.queue_reply(MAP_REPLY.format(d=d))
         srv.queue_reply(REDUCE_REPLY + " and more" * 400)  # a long last answer: killed while it streams
@@ -224,9 +221,7 @@ def test_a_killed_brief_process_leaves_the_old_brief_whole(tmp_path):
         assert {n: (folder / n).read_bytes() for n in before} == before
         # nothing said since the time asked for: the brief with content stays, nothing is flagged
         calls = len(brief_calls(srv))
-        empty = subprocess.run([sys.executable, "-m", "app", "brief", "--since", "2099-01-01"], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=120)
-        assert empty.returncode == 0, empty.stderr
+        empty = kelvin("brief", "--since", "2099-01-01")
         assert empty.stdout.startswith("nothing new since 1 Jan 2099 00:00: the brief is unchanged")
         assert "Numbers to check" not in empty.stdout and len(brief_calls(srv)) == calls
         assert {n: (folder / n).read_bytes() for n in before} == before

@@ -1,4 +1,4 @@
-"""`kelvin chat`, `kelvin doctor` and `kelvin project`, run as new processes against the test server."""
+"""`kelvin chat`, `kelvin doctor` and `kelvin project` against the test server (in-process; a real process for the pipe)."""
 from __future__ import annotations
 
 import json
@@ -9,14 +9,14 @@ import sys
 import pytest
 
 from tests.support.ollama_server import ModelSpec, OllamaTestServer
-from tests.test_cli import ROOT, kelvin
+from tests.support.cli import ROOT, kelvin
 
 
 @pytest.fixture
-def server(monkeypatch):
-    with OllamaTestServer() as srv:
-        monkeypatch.setenv("KELVIN_OLLAMA_HOST", srv.host)
-        yield srv
+def server(server, monkeypatch):
+    """The shared test server (tests/conftest.py), where every command of the test reaches it."""
+    monkeypatch.setenv("KELVIN_OLLAMA_HOST", server.host)
+    return server
 
 
 def test_once_answers_commits_and_sees_the_last_turns(server):

@@ -1,4 +1,5 @@
-"""The command-line contract, run as a new process the way an artist or a script runs it."""
+"""The command-line contract: in-process through ``app.cli.main`` (tests/support/cli.py); as a new process
+where only a process shows it (a kill, a reader that leaves, the entry point without a display)."""
 from __future__ import annotations
 
 import json
@@ -11,22 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.memory.journal import Journal
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def kelvin(*args, input=None, check=True, timeout=120):
-    proc = subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True, text=True,
-                          input=input, timeout=timeout, env=os.environ.copy())
-    if check and proc.returncode != 0:
-        raise AssertionError(f"kelvin {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
-    return proc
-
-
-def write_jsonl(path: Path, rows) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
+from tests.support.cli import ROOT, kelvin, kelvin_process, write_jsonl
 
 SESSION = [
     {"id": "a1", "text": "Set GI clamp to 10 in Octane, the fireflies are gone", "conversation_id": "day1",
@@ -224,7 +210,7 @@ def test_kelvin_info_and_bare_kelvin_without_a_display_say_where_things_are(tmp_
     out = kelvin("info").stdout
     assert "Kelvin" in out and str(tmp_path / "data") in out
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    bare = subprocess.run([sys.executable, "-m", "app"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    bare = kelvin_process(env=env)  # the entry point itself, where there is no display
     assert bare.returncode == 0
     assert "no display to open the window on" in bare.stdout and str(tmp_path / "data") in bare.stdout
 
@@ -368,9 +354,9 @@ def test_a_misspelt_project_is_an_error_never_a_new_project(tmp_path):
         out = kelvin("--project", "nike sprng", *args, check=False)
         assert out.returncode == 1 and "Traceback" not in out.stderr, (args, out.stderr)
         assert "there is no project 'nike sprng'; did you mean 'Nike Spring'?" in out.stderr, (args, out.stderr)
-    env = {**os.environ, "KELVIN_PROJECT": "nike sprng"}  # the setting, not the flag: the same
-    proc = subprocess.run([sys.executable, "-m", "app", "memory", "remember", "x"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("KELVIN_PROJECT", "nike sprng")  # the setting, not the flag: the same
+        proc = kelvin("memory", "remember", "x", check=False)
     assert proc.returncode == 1 and "did you mean 'Nike Spring'?" in proc.stderr
     assert sorted(p.name for p in data.iterdir()) == before
     assert [p["name"] for p in json.loads(kelvin("project", "list", "--json").stdout)] == ["Nike Spring"]
@@ -425,7 +411,7 @@ def test_any_value_of_any_setting_is_taken_or_refused_in_one_line(value, monkeyp
             continue
         with monkeypatch.context() as m:
             m.setenv(var, value)
-            out = kelvin("memory", "stats", check=False, timeout=60)
+            out = kelvin("memory", "stats", check=False)
         assert out.returncode in (0, 1) and "Traceback" not in out.stderr, (var, value, out.stderr)
         if out.returncode == 1:
             lines = [x for x in out.stderr.splitlines() if x.strip()]

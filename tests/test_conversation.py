@@ -21,12 +21,6 @@ SETTING = "Final call for the forest shot: Octane GI clamp 7.5 and max samples 2
 
 
 @pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
-
-
-@pytest.fixture
 def converse(make_service):
     """Conversations over a fresh store; closed (stream threads joined) before the stores."""
     made = []
@@ -527,7 +521,7 @@ def test_a_project_in_use_by_another_kelvin_is_not_renamed(make_service):
 
 
 def test_the_ledger_puts_current_settings_in_the_prompt_and_answers_recall_questions(server, converse):
-    from tests.test_render_settings import commit_session
+    from tests.support.ledger_session import commit_session
 
     conv = converse(server.host, project="forest")
     commit_session(conv.memory)

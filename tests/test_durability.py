@@ -18,7 +18,7 @@ import pytest
 
 from app.memory.journal import Journal
 from tests.support.processes import helper, ollama_server
-from tests.test_cli import ROOT, kelvin, write_jsonl
+from tests.support.cli import ROOT, kelvin, write_jsonl
 
 
 def _events(folder: Path) -> list:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import importlib.util
 import socket
-import time
 
 import pytest
 
@@ -11,6 +10,7 @@ from app.core.embedding import EmbedderUnavailable
 from app.llm.embedders import OllamaEmbedder, SentenceTransformerEmbedder, bundled_minilm_path
 from app.memory.index import INDEX_FORMAT
 from tests.support.ollama_server import OllamaTestServer, embed_text
+from tests.support.waits import wait_until
 
 
 @pytest.fixture
@@ -19,14 +19,6 @@ def ollama():
                                   "tiny-embed": {"kind": "embedding", "dim": 32},
                                   "llama3.1:8b": "chat"}) as srv:
         yield srv
-
-
-def _wait(cond, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 def test_ollama_embedder_sends_nomic_task_prefixes(ollama):
@@ -81,7 +73,7 @@ def test_missing_vectors_are_filled_in_when_ollama_starts_later(make_service, mo
     assert svc.search("brute force", k=1)[0].message.id == msg.id  # full text works meanwhile
     assert [n for n in svc.notices if "not reachable" in n and "full text" in n]
     with OllamaTestServer(port=port):  # the artist starts Ollama
-        _wait(lambda: svc.store().index.vector_dim() == 64 and svc.store().index.count_without_vectors() == 0)
+        assert wait_until(lambda: svc.store().index.vector_dim() == 64 and svc.store().index.count_without_vectors() == 0, 30, 0.1)
         assert svc.search("brute force", k=1)[0].message.id == msg.id
 
 
@@ -96,7 +88,7 @@ def test_switching_embedders_re_embeds_instead_of_mixing(ollama, make_service):
     svc2.open()
     store = svc2.store()
     assert store.state.embedder == "ollama:tiny-embed"
-    _wait(lambda: store.index.vector_dim() == 32 and store.index.count_without_vectors() == 0)  # idle writer
+    assert wait_until(lambda: store.index.vector_dim() == 32 and store.index.count_without_vectors() == 0, 30, 0.1)  # idle writer
     assert svc2.search("diffuse depth", k=1)[0].message.text == "Octane diffuse depth 8"
     assert svc2.stats()["embedder"] == {"configured": "ollama:tiny-embed", "indexed_with": "ollama:tiny-embed"}
 

@@ -7,7 +7,6 @@ import json
 import os
 import sys
 import threading
-import time
 from pathlib import Path
 
 import psutil
@@ -24,16 +23,11 @@ from app.services.conversation import Conversation
 from app.services.gpu_guard import GpuGuard, replay
 from app.config import load
 from tests.support.ollama_server import OllamaTestServer
+from tests.support.waits import wait_until
 
 TRACES = Path(__file__).parent / "traces"
 EXPECTED = json.loads((TRACES / "expected.json").read_text(encoding="utf-8"))
 KELVIN_MODELS = {"llama3.1:8b", "nomic-embed-text:latest"}
-
-
-@pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
 
 
 def loaded_by_kelvin(server) -> None:
@@ -42,14 +36,6 @@ def loaded_by_kelvin(server) -> None:
         b.preload("llama3.1:8b")
         b.preload("nomic-embed-text")
     assert set(server.loaded()) == KELVIN_MODELS
-
-
-def wait_until(cond, timeout=10.0):
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("trace", sorted(EXPECTED))
@@ -155,14 +141,14 @@ def test_the_guard_samples_on_its_own_thread_and_the_buttons_work_from_another(s
     guard.on_event.append(seen.append)
     guard.start()
     try:
-        wait_until(lambda: len(guard.samples) >= 2)
+        assert wait_until(lambda: len(guard.samples) >= 2)
         assert guard.policy.state == "normal" and guard.policy.kelvin_mb == (4_920_000_000 + 274_302_450) // 2**20  # from Ollama's ps
         guard.free_now()
-        wait_until(lambda: guard.policy.state == "yielded")
+        assert wait_until(lambda: guard.policy.state == "yielded")
         assert sorted(m for m, _ in server.unloads()) == sorted(KELVIN_MODELS) and server.loaded() == []
         assert [e.reason for e in seen][:2] == ["the artist asked to free the VRAM", "freed 4.8 GB"]
         guard.resume()
-        wait_until(lambda: guard.policy.state == "normal")
+        assert wait_until(lambda: guard.policy.state == "normal")
         assert notes == ["Kelvin yielded the GPU", "Kelvin is back on the GPU"]
     finally:
         guard.stop()

@@ -6,10 +6,10 @@ import shutil
 import pytest
 
 from app.memory.journal import Journal, StoreLocked, decode, encode, Entry
+from tests.support.journals import message_ops, written_journal
 
 
-def _ops(n, start=0):
-    return [("message.add", {"id": f"m{i}", "text": f"t{i}"}) for i in range(start, start + n)]
+_ops = message_ops
 
 
 def test_append_assigns_sequence_numbers_and_reads_back(tmp_path):
@@ -26,10 +26,7 @@ def test_append_assigns_sequence_numbers_and_reads_back(tmp_path):
 
 
 def test_a_torn_last_line_is_set_aside_not_lost(tmp_path):
-    j = Journal(tmp_path / "journal")
-    j.open_for_write()
-    j.append(_ops(2))
-    j.close()
+    j = written_journal(tmp_path / "journal", 2)
     seg = j.segments()[-1]
     whole = encode(Entry(3, "message.add", 0, {"id": "m2", "text": "t2"}))
     with open(seg, "ab") as fh:
@@ -54,10 +51,7 @@ def _damage(seg, index, old, new):
 
 
 def test_a_flipped_byte_in_a_line_is_salvaged_set_aside_and_reported(tmp_path):
-    j = Journal(tmp_path / "journal")
-    j.open_for_write()
-    j.append(_ops(3))
-    j.close()
+    j = written_journal(tmp_path / "journal", 3)
     seg = j.segments()[-1]
     _damage(seg, 1, b"t1", b"t\xb1")  # bit rot: the checksum no longer matches, the JSON still reads
     reader = Journal(tmp_path / "journal")
@@ -84,10 +78,7 @@ def test_a_flipped_byte_in_a_line_is_salvaged_set_aside_and_reported(tmp_path):
 
 
 def test_a_line_that_no_longer_reads_as_an_event_is_skipped_and_its_place_recorded(tmp_path):
-    j = Journal(tmp_path / "journal")
-    j.open_for_write()
-    j.append(_ops(3))
-    j.close()
+    j = written_journal(tmp_path / "journal", 3)
     seg = j.segments()[-1]
     _damage(seg, 1, b'"seq":2', b'"seq"\x002')  # the JSON is broken
     j2 = Journal(tmp_path / "journal")
@@ -100,10 +91,7 @@ def test_a_line_that_no_longer_reads_as_an_event_is_skipped_and_its_place_record
 
 
 def test_a_salvaged_event_out_of_place_or_refused_is_not_handed_on(tmp_path):
-    j = Journal(tmp_path / "journal")
-    j.open_for_write()
-    j.append(_ops(3))
-    j.close()
+    j = written_journal(tmp_path / "journal", 3)
     seg = j.segments()[-1]
     _damage(seg, 1, b'"seq":2', b'"seq":9')  # a flipped digit: it no longer fits between 1 and 3
     assert [e.seq for e in Journal(tmp_path / "journal").read()] == [1, 3]
@@ -115,10 +103,7 @@ def test_a_salvaged_event_out_of_place_or_refused_is_not_handed_on(tmp_path):
 
 
 def test_sequence_numbers_never_repeat(tmp_path):
-    j = Journal(tmp_path / "journal")
-    j.open_for_write()
-    j.append(_ops(3))
-    j.close()
+    j = written_journal(tmp_path / "journal", 3)
     seg = j.segments()[-1]
     whole = encode(Entry(4, "message.add", 0, {"id": "m3", "text": "t3"}))
     with open(seg, "ab") as fh:
@@ -138,10 +123,7 @@ def test_sequence_numbers_never_repeat(tmp_path):
 
 
 def test_a_last_line_missing_only_its_newline_is_finished_not_set_aside(tmp_path):
-    j = Journal(tmp_path / "journal")
-    j.open_for_write()
-    j.append(_ops(2))
-    j.close()
+    j = written_journal(tmp_path / "journal", 2)
     seg = j.segments()[-1]
     seg.write_bytes(seg.read_bytes()[:-1])
     j2 = Journal(tmp_path / "journal")

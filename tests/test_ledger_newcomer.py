@@ -10,7 +10,7 @@ import pytest
 
 from app.core.scene import read
 from app.services.settings_ledger import SettingsLedger, describe, question
-from tests.test_cli import kelvin, write_jsonl
+from tests.support.cli import kelvin, write_jsonl
 
 T0 = 1_763_800_000_000  # 2025-11-22
 

@@ -23,13 +23,6 @@ TOOLS = [{"type": "function", "function": {"name": "get_render_settings", "descr
 
 
 @pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
-    assert srv.errors == []
-
-
-@pytest.fixture
 def client(server):
     with ollama.Client(host=server.host) as c:
         yield c

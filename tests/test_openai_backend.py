@@ -16,6 +16,7 @@ from app.llm.openai_compat import OpenAIBackend, api_root
 from app.llm.openai_wire import messages_out
 from tests.support.ollama_server import embed_text
 from tests.support.openai_server import Model, OpenAITestServer
+from tests.support.waits import wait_until
 
 CHAT, EMBED = "gemma-3-270m", "nomic-embed-text-v1.5"
 USER = [{"role": "user", "content": "How do I reduce fireflies in Cycles?"}]
@@ -39,15 +40,6 @@ def backend(server):
 
 def stream_threads():
     return [t for t in threading.enumerate() if t.name == "kelvin-model-stream" and t.is_alive()]
-
-
-def wait_until(pred, timeout=1.0):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def test_it_is_a_model_server_that_cannot_pull_or_place_a_request_on_the_cpu(backend):

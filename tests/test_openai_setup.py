@@ -9,7 +9,7 @@ import tomllib
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from app.cli import main as kelvin
+from tests.support.cli import kelvin
 from app.config import ConfigError, config_file, load
 from app.gpu import nvml
 from app.llm.backend import OllamaBackend
@@ -41,7 +41,7 @@ def test_the_setting_picks_the_kind_and_its_address(monkeypatch):
         load()
 
 
-def test_doctor_checks_an_openai_server_its_model_context_embedder_and_unloading(capsys, monkeypatch):
+def test_doctor_checks_an_openai_server_its_model_context_embedder_and_unloading(monkeypatch):
     monkeypatch.setattr(nvml, "probe", lambda: nvml.Probe(False, "", (), "no NVIDIA driver found (test)"))
     with OpenAITestServer(models={CHAT: Model(), "nomic-embed-text-v1.5": Model(kind="embedding")},
                           flavour="llama.cpp", n_ctx=4096) as srv:
@@ -49,8 +49,7 @@ def test_doctor_checks_an_openai_server_its_model_context_embedder_and_unloading
         monkeypatch.setenv("KELVIN_OPENAI_URL", srv.url)
         monkeypatch.setenv("KELVIN_CHAT_MODEL", CHAT)
         monkeypatch.setenv("KELVIN_EMBEDDER", "openai:nomic-embed-text-v1.5")
-        kelvin(["doctor", "--json"])
-        checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+        checks = {c["name"]: c for c in json.loads(kelvin("doctor", "--json").stdout)}
     assert checks["model server"]["status"] == "ok"
     assert checks["model server"]["detail"] == f"llama.cpp's server b0-test at {srv.url} (OpenAI-compatible)"
     chat = checks["chat model"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.memory.journal import Journal
-from tests.test_cli import kelvin
+from tests.support.cli import kelvin
 
 HUGE = int("9" * 400)
 

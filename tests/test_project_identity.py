@@ -14,7 +14,7 @@ import pytest
 from app.core.commands import parse
 from app.core.records import RecordError, stable_id
 from app.memory.journal import Journal
-from tests.test_cli import kelvin, write_jsonl
+from tests.support.cli import kelvin, write_jsonl
 
 LINES = [{"text": f"line {i}: Octane GI clamp {10 + i} on the glass", "conversation_id": "d1",
           "timestamp": f"2026-11-20T09:00:{i:02d}Z"} for i in range(18)]

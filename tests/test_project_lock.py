@@ -19,7 +19,7 @@ import pytest
 from app.durable import UnsafePath
 from app.memory.journal import Journal, StoreLocked, encode, Entry
 from app.memory.project_lock import set_holder
-from tests.test_cli import ROOT
+from tests.support.cli import ROOT
 
 
 def _ops(*ids: str) -> list[tuple[str, dict]]:
@@ -180,7 +180,7 @@ def test_writers_in_several_processes_each_land_exactly_once(tmp_path):
     assert sorted(ids) == sorted(f"w{n}-{i:03d}" for n in range(3) for i in range(15))
     seqs = [e.seq for e in events]
     assert seqs == sorted(set(seqs))
-    from tests.test_cli import kelvin
+    from tests.support.cli import kelvin
     import json
 
     stats = json.loads(kelvin("--data-dir", str(data), "memory", "stats", "--json").stdout)

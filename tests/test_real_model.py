@@ -28,6 +28,7 @@ from app.services.brief import BriefBuilder
 from app.services.conversation import Conversation
 from app.services.gpu_guard import GpuGuard, replay
 from tests.support import llama_server
+from tests.support.cli import kelvin
 
 pytestmark = pytest.mark.realmodel
 
@@ -100,9 +101,11 @@ def loaded(router) -> list[str]:
 
 
 # -- a streamed turn -----------------------------------------------------------------------------------
-def test_a_streamed_turn_in_the_cli(router, tmp_path):
-    env = {**os.environ, "KELVIN_MODEL_SERVER": "openai", "KELVIN_OPENAI_URL": router.url, "KELVIN_CHAT_MODEL": MODEL,
-           "KELVIN_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
+def test_a_streamed_turn_in_the_cli(router, tmp_path, monkeypatch):
+    for name, value in (("KELVIN_MODEL_SERVER", "openai"), ("KELVIN_OPENAI_URL", router.url),
+                        ("KELVIN_CHAT_MODEL", MODEL), ("KELVIN_DATA_DIR", str(tmp_path / "data"))):
+        monkeypatch.setenv(name, value)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the streamed turn: a process, read through its pipe
     pieces, deadline = [], time.monotonic() + STEP_S
     with subprocess.Popen([sys.executable, "-m", "app", "chat", "--once", "How do I reduce fireflies in Cycles?"],
                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
@@ -124,9 +127,7 @@ def test_a_streamed_turn_in_the_cli(router, tmp_path):
     text = b"".join(p for _, p in pieces).decode().strip()
     assert len(text) >= 20 and len(pieces) >= 3  # the reply came in pieces, as the model wrote them
     assert pieces[-1][0] - pieces[0][0] > 0.05
-    listed = subprocess.run([sys.executable, "-m", "app", "memory", "list", "--json"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
-    stored = json.loads(listed.stdout)
+    stored = json.loads(kelvin("memory", "list", "--json").stdout)
     assert [m["role"] for m in stored] == ["user", "assistant"]
     assert stored[1]["text"] == text and stored[1]["speaker"] == f"Kelvin ({MODEL})" and not stored[1].get("status")
 

@@ -7,6 +7,7 @@ from app.core.extraction import APPLIED, PROPOSED, REJECTED, Context, Extractor
 from app.core.ledger import UNSET, Entry, Ledger, fold
 from app.core.parameters import Catalogue, parse_number, parse_value, specs_from_dict
 from app.services.memory import load_cues
+from tests.support.ledger_session import SESSION, commit_session
 
 TAXONOMY = {
     "params": {
@@ -152,22 +153,6 @@ def test_retracting_takes_out_exactly_one_message_s_entries_among_many():
 
 
 # ---- the ledger in a project: live, imported, restarted, corrected ---------------------------------
-SESSION = [
-    ("user", "Forest shot in Octane today. GI clamp is at 25 from yesterday."),
-    ("assistant", "The fireflies come from the sun on the wet leaves; you could lower the GI clamp to 8."),
-    ("user", "ok, using 8"),
-    ("user", "too flat now, set the gi clamp to 12"),
-    ("user", "actually make it 15"),
-    ("user", "that made it worse, back to 12"),
-]
-
-
-def commit_session(svc, project="forest", t0=1_763_800_000_000):
-    for i, (role, text) in enumerate(SESSION):
-        svc.commit(text, role=role, project=project, conversation_id="day1", ts_ms=t0 + i * 60_000)
-    svc.flush()
-
-
 def test_a_session_ends_with_the_right_value_and_the_whole_history(make_service):
     from app.services.settings_ledger import SettingsLedger
 

@@ -1,63 +1,24 @@
 """Scene truth (issue 25): render settings read from a real .blend by real Blender (bpy, in its own
-Python), through the CLI as an artist runs it; the diff against a ledger built from a conversation;
-bad input. The add-on in a real bpy session: tests/test_blender_addon.py; Python in a .blend:
-tests/test_scene_safe.py.
-
-Blender's Python comes from KELVIN_BLENDER_PYTHON, else where the README installs it
-(~/.kelvin-blender; .ci/run follows the README), else ./.venv-blender (bpy needs numpy<2, so it
-lives apart from Kelvin's environment)."""
+Python, tests/support/blender.py), through the CLI as an artist runs it; the diff against a ledger built
+from a conversation; bad input. The add-on in a real bpy session: tests/test_blender_addon.py; Python in
+a .blend: tests/test_scene_safe.py."""
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.support.blend_scene import CANDIDATES, EXPECTED, UNITS
-from tests.test_cli import kelvin, write_jsonl
-
-ROOT = Path(__file__).resolve().parent.parent
-BUILDER = ROOT / "tests" / "support" / "blend_scene.py"
-
-
-def _blender_python() -> str:
-    """KELVIN_BLENDER_PYTHON, else where the README installs bpy (~/.kelvin-blender), else ./.venv-blender."""
-    from app.services.blender import installed_python
-
-    for chosen in (os.environ.get("KELVIN_BLENDER_PYTHON"), str(installed_python()),
-                   str(ROOT / ".venv-blender" / "bin" / "python")):
-        if chosen and Path(chosen).exists():
-            return chosen
-    return ""
-
-
-BLENDER = _blender_python()
-needs_blender = pytest.mark.skipif(not BLENDER, reason="Blender's Python (bpy) is not installed here: "
-                                                        "python3.11 -m venv ~/.kelvin-blender && "
-                                                        "~/.kelvin-blender/bin/pip install bpy (see README)")
+from tests.support.blender import BLENDER, make_blend, needs_blender
+from tests.support.cli import kelvin, write_jsonl
 
 
 @pytest.fixture
 def blender(monkeypatch):
     monkeypatch.setenv("KELVIN_BLENDER_PYTHON", BLENDER)
     return BLENDER
-
-
-def make_blend(path: Path, *extra: str) -> Path:
-    done = subprocess.run([BLENDER, str(BUILDER), str(path), *extra], capture_output=True, text=True, timeout=180,
-                          cwd=ROOT)
-    assert done.returncode == 0 and path.exists(), done.stderr[-2000:]
-    return path
-
-
-@pytest.fixture(scope="module")
-def forest(tmp_path_factory) -> Path:
-    if not BLENDER:
-        pytest.skip("no Blender Python")
-    return make_blend(tmp_path_factory.mktemp("blend") / "forest.blend")
 
 
 def settings_json(*flags: str, project: str = "Forest") -> dict:

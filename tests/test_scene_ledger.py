@@ -9,7 +9,6 @@ from app.core.records import parse_ts
 from app.core.scene import read
 from app.services.settings_ledger import SettingsLedger
 from tests.support.ollama_server import OllamaTestServer
-from tests.test_ui_window import window  # noqa: F401 — the fixture
 
 SCENE = {"format": "kelvin-scene", "version": 1, "app": "Blender 5.0.1", "file": "/shots/forest.blend",
          "scene": "Scene", "engine": "cycles",
@@ -52,7 +51,7 @@ def test_a_chat_question_and_the_brief_get_the_diff_of_the_last_imported_scene(m
     assert ledger.scene_answer() == ("The last scene imported (forest.blend · scene 'Scene') matches what was decided",)
 
 
-def test_the_settings_tab_shows_where_the_scene_differs_from_what_was_decided(qtbot, window):  # noqa: F811
+def test_the_settings_tab_shows_where_the_scene_differs_from_what_was_decided(qtbot, window):
     with OllamaTestServer() as server:
         w = window(server)
         _decide(w.services.memory)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.blend_scene import MARKS
-from tests.test_cli import kelvin
-from tests.test_scene import BLENDER, make_blend, needs_blender
+from tests.support.cli import kelvin
+from tests.support.blender import BLENDER, make_blend, needs_blender
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = needs_blender

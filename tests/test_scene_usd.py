@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.usd_stage import CANDIDATES_KARMA, EXPECTED_KARMA
-from tests.test_cli import kelvin, write_jsonl
+from tests.support.cli import kelvin, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILDER = ROOT / "tests" / "support" / "usd_stage.py"

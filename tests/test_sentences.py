@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import ollama_server
-from tests.test_cli import ROOT, kelvin, write_jsonl
+from tests.support.cli import ROOT, kelvin, kelvin_process, write_jsonl
 
 ROWS = [{"id": f"r{i}", "text": f"render note {i}: Octane GI clamp {i}", "timestamp": f"2026-11-20T09:00:{i:02d}Z"}
         for i in range(5)]
@@ -60,7 +60,7 @@ def test_an_absurd_flag_is_a_usage_error(tmp_path, args, said):
 ])
 def test_a_device_given_as_an_input_file_is_read_in_bounded_pieces_and_refused(args, said):
     started = time.monotonic()
-    proc = kelvin(*args, check=False, timeout=120)
+    proc = kelvin_process(*args, check=False, timeout=120)  # a process: a regression would hang or eat memory
     assert said in _one_line(proc)
     assert time.monotonic() - started < 60  # (it used to grow to 14.5 GB, or hang)
 
@@ -69,10 +69,10 @@ def test_a_fifo_named_like_a_segment_makes_no_command_wait(tmp_path):
     kelvin("memory", "import", str(write_jsonl(tmp_path / "a.jsonl", ROWS)))
     os.mkfifo(tmp_path / "data" / "default" / "journal" / "000000000900.jsonl")
     for args in (["memory", "stats"], ["memory", "list"], ["chat", "--once", "--mode", "recall", "GI clamp?"]):
-        said = _one_line(kelvin(*args, check=False, timeout=60))
+        said = _one_line(kelvin_process(*args, check=False, timeout=60))  # a process: it must not wait
         assert "000000000900.jsonl is a named pipe (FIFO), not a regular file; Kelvin reads and writes only regular " \
                "files in its data folder" in said
-    doctor = kelvin("doctor", check=False, timeout=60)
+    doctor = kelvin_process("doctor", check=False, timeout=60)
     assert "000000000900.jsonl is a named pipe (FIFO)" in doctor.stdout
 
 

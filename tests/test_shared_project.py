@@ -24,8 +24,8 @@ from app.ui.app import build_services
 from app.ui.main_window import MainWindow
 from tests.support.blend_scene import EXPECTED
 from tests.support.ollama_server import OllamaTestServer
-from tests.test_cli import ROOT, kelvin, write_jsonl
-from tests.test_scene import BLENDER, forest  # noqa: F401 — forest is a fixture
+from tests.support.cli import ROOT, kelvin, write_jsonl
+from tests.support.blender import BLENDER
 
 ADDON_SESSION = """
 import bpy, sys
@@ -61,7 +61,7 @@ def _finish(proc: subprocess.Popen) -> tuple[str, str]:
 
 
 @pytest.mark.skipif(not BLENDER, reason="Blender's Python (bpy) is not installed here")
-def test_the_window_stays_open_while_four_other_processes_write_its_project(qtbot, tmp_path, forest,  # noqa: F811
+def test_the_window_stays_open_while_four_other_processes_write_its_project(qtbot, tmp_path, forest,
                                                                           monkeypatch):
     with OllamaTestServer() as srv:
         monkeypatch.setenv("KELVIN_OLLAMA_HOST", srv.host)

@@ -173,17 +173,16 @@ def test_passwords_are_never_in_the_setting_nor_in_any_message(postgres, make_se
 
 
 def test_the_command_line_shares_joins_says_where_it_stands_and_the_doctor_checks_the_server(
-        postgres, studio, tmp_path, monkeypatch, capsys):
-    from app.cli import main
+        postgres, studio, tmp_path, monkeypatch):
+    from tests.support.cli import kelvin as run_kelvin
 
     monkeypatch.setenv("KELVIN_TEAM_SERVER", postgres.conninfo(studio, f"writer_{studio}"))
 
     def kelvin(artist: str, *argv: str) -> tuple[int, str, str]:
         monkeypatch.setenv("KELVIN_ARTIST", artist)
         monkeypatch.setenv("KELVIN_DATA_DIR", str(tmp_path / artist))
-        rc = main(list(argv))
-        out, err = capsys.readouterr()
-        return rc, out, err
+        done = run_kelvin(*argv, check=False)
+        return done.returncode, done.stdout, done.stderr
 
     assert kelvin("Mia", "project", "create", "Nike")[0] == 0
     rc, out, err = kelvin("Mia", "--project", "Nike", "team", "status")

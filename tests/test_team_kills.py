@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_team_converge import journal_ids, memory_of
+from tests.support.team_memory import journal_ids, memory_of
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -15,7 +15,7 @@ from app.config import load
 from app.ui.app import build_services
 from app.ui.main_window import MainWindow
 from tests.support.ollama_server import OllamaTestServer
-from tests.test_cli import ROOT
+from tests.support.cli import ROOT
 
 
 def said(w) -> str:
@@ -87,7 +87,7 @@ def test_the_window_and_a_terminal_write_one_shared_project_and_end_with_the_ser
 
     from app.services.settings_ledger import SettingsLedger
     from app.services.team import Team
-    from tests.test_cli import kelvin, write_jsonl
+    from tests.support.cli import kelvin, write_jsonl
 
     studio = postgres.database("window_term_" + uuid.uuid4().hex[:6])
     server = postgres.conninfo(studio, f"writer_{studio}")

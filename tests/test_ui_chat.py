@@ -5,35 +5,27 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QGuiApplication, QTextTable
 from PySide6.QtWidgets import QAbstractSlider
 
-from tests.support.ollama_server import OllamaTestServer
-from tests.test_ui_window import send, window  # noqa: F401 — the fixture
+from tests.support.window import send
 
 REPLY = ("Here is the script and the table:\n\n```python\nimport bpy\nscene = bpy.context.scene  # the scene\n"
          "scene.cycles.samples = 1024\n```\n\n| setting | value |\n|---|---|\n| GI clamp | 10 |\n| samples | 1024 |\n")
-
-
-@pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
 
 
 def _done(w):
     return w.turns.turn is None and w.chat.entries and w.chat.entries[-1].status != "streaming"
 
 
-def test_an_empty_project_greets_the_artist(qtbot, window, server):  # noqa: F811
+def test_an_empty_project_greets_the_artist(qtbot, window, server):
     w = window(server)
     assert "Hello — Kelvin remembers this project for you." in w.chat.transcript.toPlainText()
     assert "End of day" in w.chat.transcript.toPlainText()
 
 
-def test_blocks_have_their_time_tables_borders_and_code_its_colours_and_copy_says_so(qtbot, window, server):  # noqa: F811
+def test_blocks_have_their_time_tables_borders_and_code_its_colours_and_copy_says_so(qtbot, window, server):
     w = window(server)
     server.queue_reply(REPLY)
     send(qtbot, w, "a script for the samples?")
@@ -65,7 +57,7 @@ def test_blocks_have_their_time_tables_borders_and_code_its_colours_and_copy_say
     qtbot.waitUntil(lambda: "Copied ✓" not in w.chat.transcript.toPlainText(), timeout=5000)
 
 
-def test_a_long_paste_is_folded_with_show_all(qtbot, window, server):  # noqa: F811
+def test_a_long_paste_is_folded_with_show_all(qtbot, window, server):
     w = window(server)
     paste = "\n".join(f"[render] frame {n:04d}: 1024 samples, 12.4 s, peak VRAM 18.2 GB" for n in range(700))
     server.queue_reply("The peak is stable.")
@@ -82,7 +74,7 @@ def test_a_long_paste_is_folded_with_show_all(qtbot, window, server):  # noqa: F
     assert paste in [m.text for m in w.services.memory.list(limit=0)]  # stored whole all along
 
 
-def test_the_input_grows_with_its_text_up_to_a_limit(qtbot, window, server):  # noqa: F811
+def test_the_input_grows_with_its_text_up_to_a_limit(qtbot, window, server):
     w = window(server)
     c = w.chat.composer
     one = c.height()
@@ -95,7 +87,7 @@ def test_the_input_grows_with_its_text_up_to_a_limit(qtbot, window, server):  # 
     assert many <= 10 * c.fontMetrics().lineSpacing() + 40  # then it scrolls
 
 
-def test_scrolled_up_a_button_goes_back_to_the_latest_and_sending_jumps_there(qtbot, window, server):  # noqa: F811
+def test_scrolled_up_a_button_goes_back_to_the_latest_and_sending_jumps_there(qtbot, window, server):
     w = window(server)
     for n in range(12):
         server.queue_reply("A long answer.\n\n" + "More detail on the lighting. " * 40)
@@ -115,7 +107,7 @@ def test_scrolled_up_a_button_goes_back_to_the_latest_and_sending_jumps_there(qt
     assert not w.chat.jump.isVisible()
 
 
-def test_the_memory_list_reads_as_words_and_the_selected_message_shows_whole(qtbot, window, server):  # noqa: F811
+def test_the_memory_list_reads_as_words_and_the_selected_message_shows_whole(qtbot, window, server):
     w = window(server)
     server.queue_reply("You settled on a **GI clamp of 10**; keep `max samples`:\n\n```text\nGI clamp 10\n```")
     send(qtbot, w, "what clamp?")
@@ -134,7 +126,7 @@ def test_the_memory_list_reads_as_words_and_the_selected_message_shows_whole(qtb
     assert w.memory.preview.document().toHtml().count("font-weight") >= 1  # bold, rendered
 
 
-def test_chips_are_one_per_setting_and_value_and_an_answer_never_moves_the_others(qtbot, window, server):  # noqa: F811
+def test_chips_are_one_per_setting_and_value_and_an_answer_never_moves_the_others(qtbot, window, server):
     w = window(server)
     w.resize(420, 900)  # a sidebar: where a reflow would move things most
     server.queue_reply("Keep the GI clamp at 25 in Octane; or try a GI clamp of 8, and max samples 2048.")
@@ -171,7 +163,7 @@ def test_chips_are_one_per_setting_and_value_and_an_answer_never_moves_the_other
     assert w.chat.chip_menu is None or not w.chat.chip_menu.isVisible()
 
 
-def test_a_suggestion_of_the_value_already_in_use_says_so_instead_of_asking(qtbot, window, server):  # noqa: F811
+def test_a_suggestion_of_the_value_already_in_use_says_so_instead_of_asking(qtbot, window, server):
     w = window(server)
     w.services.memory.commit("Octane in Cinema 4D. ok, GI clamp 10 it is.", conversation_id="yesterday")
     w.services.memory.flush()
@@ -188,7 +180,7 @@ def test_a_suggestion_of_the_value_already_in_use_says_so_instead_of_asking(qtbo
     assert "GI clamp 10 · in use already" in w.chat.transcript.toPlainText()
 
 
-def test_an_answer_from_memory_says_why_once_with_the_fix_and_quotes_only_what_was_asked(qtbot, window, server):  # noqa: F811
+def test_an_answer_from_memory_says_why_once_with_the_fix_and_quotes_only_what_was_asked(qtbot, window, server):
     w = window(server)
     for text in ("Octane in Cinema 4D. Set the GI clamp to 25.", "ok, GI clamp 10 it is.", "AO distance 5",
                  "Output resolution 1920x1080", "Camera f-stop 2.8, focal length 50mm", "exposure 1.2"):

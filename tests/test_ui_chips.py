@@ -8,19 +8,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from PySide6.QtCore import Qt, QUrl
 
-from tests.support.ollama_server import OllamaTestServer
-from tests.test_ui_window import window  # noqa: F401 — the fixture
 
 CLOCK = r"(\d\d:\d\d|yesterday \d\d:\d\d)"
-
-
-@pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
 
 
 def _turn(qtbot, w, server, question: str, reply: str, chips: int = 1):
@@ -43,7 +34,7 @@ def _act(w, answer, value, action: str) -> None:
     w.chat._anchor(QUrl(f"chip:{action}:{w.chat.entries.index(answer)}.{n}"))
 
 
-def test_a_table_comparing_values_suggests_only_what_the_answer_proposes(qtbot, window, server):  # noqa: F811
+def test_a_table_comparing_values_suggests_only_what_the_answer_proposes(qtbot, window, server):
     w = window(server)
     w.resize(400, 900)  # a sidebar
     answer = _turn(qtbot, w, server, "Octane: the forest is noisy, what should I change?",
@@ -62,7 +53,7 @@ def test_a_table_comparing_values_suggests_only_what_the_answer_proposes(qtbot, 
     assert line.isValid() and block.layout().lineForTextPosition(arrow).lineNumber() == line.lineNumber()
 
 
-def test_a_pasted_log_of_another_engine_is_not_in_use_in_this_project(qtbot, window, server):  # noqa: F811
+def test_a_pasted_log_of_another_engine_is_not_in_use_in_this_project(qtbot, window, server):
     w = window(server)
     first = _turn(qtbot, w, server, "Cycles in Blender for the kitchen. We set samples to 1024.",
                   "1024 samples is fine for the kitchen.")
@@ -76,7 +67,7 @@ def test_a_pasted_log_of_another_engine_is_not_in_use_in_this_project(qtbot, win
     assert "● Cycles Max samples 1024 · in use ▾" in chip_lines(w)
 
 
-def test_a_newer_value_retires_the_older_chips_in_use(qtbot, window, server):  # noqa: F811
+def test_a_newer_value_retires_the_older_chips_in_use(qtbot, window, server):
     w = window(server)
     older = _turn(qtbot, w, server, "In Octane we set the GI clamp to 25.", "Noted.")
     assert [c.words for c in older.chips] == ["in use"]
@@ -87,7 +78,7 @@ def test_a_newer_value_retires_the_older_chips_in_use(qtbot, window, server):  #
     assert "● Octane GI clamp 25 · replaced by 10 ▾" in lines and "● Octane GI clamp 10 · in use ▾" in lines, lines
 
 
-def test_chips_and_sources_stay_with_the_turn_through_a_switch_a_restart_and_a_rebuild(qtbot, window, server):  # noqa: F811
+def test_chips_and_sources_stay_with_the_turn_through_a_switch_a_restart_and_a_rebuild(qtbot, window, server):
     w = window(server)
     w.services.memory.commit("We set the Octane GI clamp to 25 for the forest shot.", conversation_id="yesterday")
     w.services.memory.flush()

@@ -133,7 +133,8 @@ def test_a_burst_of_five_makes_one_dialog_with_all_five(qtbot, reporter):
     for t in threads:
         t.join()
     d = shown(qtbot, reporter, 5)
-    qtbot.wait(50)  # anything still queued would show now
+    QApplication.sendPostedEvents()  # anything the threads still had queued would show now
+    QApplication.processEvents()
     assert dialogs() == [d] and len(d.reports) == 5 == len(reporter.reports)
     assert sorted(r.summary for r in d.reports) == [f"KeyError: 'render layer {n}'" for n in range(5)]
     listed = d.details_text().split("---- the last 200 lines of ")[0]  # the log's tail has them again

@@ -4,24 +4,15 @@ show every key, and the focused part always wears a ring in the theme. A real wi
 into whatever has the focus, as a person's keyboard would."""
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QShortcut
 from PySide6.QtWidgets import QApplication
 
 from app.ui.app import stylesheet
 from app.ui.shortcuts import VIEW_KEYS, WINDOW_KEYS, native
-from tests.support.ollama_server import OllamaTestServer
 from tests.support.seen import has_colour
-from tests.test_ui_window import window  # noqa: F401 — the fixture
 
 RING = "#ffb36b"
-
-
-@pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
 
 
 def focused():
@@ -33,7 +24,7 @@ def press(qtbot, key, modifier=Qt.KeyboardModifier.NoModifier) -> None:
     qtbot.keyClick(focused(), key, modifier)
 
 
-def test_tab_leaves_the_message_box_and_ctrl_tab_types_a_tab(qtbot, window, server):  # noqa: F811
+def test_tab_leaves_the_message_box_and_ctrl_tab_types_a_tab(qtbot, window, server):
     w = window(server)
     composer = w.chat.composer
     composer.setFocus()
@@ -51,7 +42,7 @@ def test_tab_leaves_the_message_box_and_ctrl_tab_types_a_tab(qtbot, window, serv
     assert composer.toPlainText() == "GI clamp\t10" and focused() is composer
 
 
-def test_each_views_key_puts_the_cursor_where_the_work_is(qtbot, window, server):  # noqa: F811
+def test_each_views_key_puts_the_cursor_where_the_work_is(qtbot, window, server):
     w = window(server)
     press(qtbot, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
     assert w.views.currentWidget() is w.memory and focused() is w.memory.search
@@ -69,7 +60,7 @@ def test_each_views_key_puts_the_cursor_where_the_work_is(qtbot, window, server)
     assert focused() is w.memory.search and w.memory.search.selectedText() == "fog"  # typing replaces it
 
 
-def test_ctrl_p_opens_the_project_switcher_and_the_keys_choose_one(qtbot, window, server):  # noqa: F811
+def test_ctrl_p_opens_the_project_switcher_and_the_keys_choose_one(qtbot, window, server):
     w = window(server)
     w.services.memory.commit("a note", project="perfume")
     w.services.memory.flush()
@@ -86,7 +77,7 @@ def test_ctrl_p_opens_the_project_switcher_and_the_keys_choose_one(qtbot, window
     assert w.windowTitle() == "Kelvin — perfume"
 
 
-def test_f1_and_question_mark_show_every_key_and_question_mark_still_types_in_a_text_field(qtbot, window, server):  # noqa: F811
+def test_f1_and_question_mark_show_every_key_and_question_mark_still_types_in_a_text_field(qtbot, window, server):
     w = window(server)
     w.chat.composer.setFocus()
     qtbot.keyClicks(w.chat.composer, "why?")
@@ -111,23 +102,27 @@ def test_f1_and_question_mark_show_every_key_and_question_mark_still_types_in_a_
     w.keys_sheet.close()
 
 
-def test_the_focused_part_always_wears_a_ring_in_the_theme(qtbot, window, server):  # noqa: F811
+def test_the_focused_part_always_wears_a_ring_in_the_theme(qtbot, window, server):
     app = QApplication.instance()
     app.setStyleSheet(stylesheet())
     try:
         w = window(server)
         w.resize(900, 800)
-        qtbot.wait(50)
+        qtbot.waitUntil(lambda: w.width() == 900, timeout=5000)
         for widget in (w.chat.send_button, w.chat.composer, w.header.mode_box, w.header.project_box):
             w.chat.transcript.setFocus()
-            qtbot.wait(30)
-            assert not has_colour(widget, RING), f"{widget.objectName()} ringed without the focus"
+
+            def unringed(widget=widget):
+                assert not has_colour(widget, RING), f"{widget.objectName()} ringed without the focus"
+
+            def ringed(widget=widget):
+                assert focused() is widget and has_colour(widget, RING, at_least=40), widget.objectName()
+
+            qtbot.waitUntil(unringed, timeout=5000)
             widget.setFocus(Qt.FocusReason.TabFocusReason)
-            qtbot.wait(30)
-            assert focused() is widget and has_colour(widget, RING, at_least=40), widget.objectName()
+            qtbot.waitUntil(ringed, timeout=5000)
         w.show_view(1)
         w.memory.table.setFocus(Qt.FocusReason.TabFocusReason)
-        qtbot.wait(30)
-        assert has_colour(w.memory.table, RING, at_least=40)
+        qtbot.waitUntil(lambda: has_colour(w.memory.table, RING, at_least=40), timeout=5000)
     finally:
         app.setStyleSheet("")

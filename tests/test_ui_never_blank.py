@@ -7,19 +7,12 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QApplication
 
 from app.ui.chat_view import LINE_CHARS
-from tests.support.ollama_server import OllamaTestServer
 from tests.support.seen import ink
-from tests.test_ui_window import window  # noqa: F401 — the fixture
 
 SIZES = {"full": (1600, 900), "sidebar": (400, 900), "middle": (900, 900)}
-
-
-@pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
 
 
 def _seed(w, n: int = 4) -> None:
@@ -29,36 +22,49 @@ def _seed(w, n: int = 4) -> None:
 
 
 def _step(qtbot, w, step: str) -> None:
+    """One thing that happens to the window; returns once it has happened and the events it caused
+    have been delivered."""
     if step in SIZES:
         w.resize(*SIZES[step])
+        done = lambda: w.width() == max(SIZES[step][0], w.minimumWidth())  # noqa: E731 — no narrower than it can be
     elif step.startswith("tab:"):
-        w.show_view(["chat", "memory", "gpu", "brief"].index(step[4:]))
+        view = ["chat", "memory", "gpu", "brief"].index(step[4:])
+        w.show_view(view)
+        done = lambda: w.views.currentIndex() == view and w.views.currentWidget().isVisible()  # noqa: E731
     elif step == "minimise":
         w.showMinimized()
+        done = w.isMinimized
     elif step == "restore":
         w.showNormal()
-    elif step == "font":  # another screen's or scale's font, as a hidden chat would get it
+        done = lambda: not w.isMinimized()  # noqa: E731
+    else:  # "font": another screen's or scale's font, as a hidden chat would get it
         font = QFont(w.chat.transcript.font())
         font.setPointSizeF(font.pointSizeF() * 1.4)
         w.chat.transcript.setFont(font)
-    qtbot.wait(40)
+        done = lambda: w.chat.transcript.font().pointSizeF() == font.pointSizeF()  # noqa: E731
+    qtbot.waitUntil(done, timeout=5000)
+    QApplication.processEvents()
 
 
 def assert_seen_whole(qtbot, w) -> None:
     """The transcript as the artist sees it: text drawn, inside the view, as wide as the view in a
     sidebar and about LINE_CHARS characters at full screen, with nothing to scroll sideways."""
     view = w.chat.transcript.viewport()
-    width = view.width()
     measure = w.chat.transcript.fontMetrics().averageCharWidth() * LINE_CHARS
-    qtbot.waitUntil(lambda: ink(view)[2] > 2000, timeout=3000)  # not blank
-    left, right, _ = ink(view)
-    assert w.chat.transcript.horizontalScrollBar().maximum() == 0, "the chat scrolls sideways"
-    assert 0 <= left and right < width
-    if width > measure + 40:
-        assert right - left <= measure + 16, f"lines {right - left} px long in a {width} px view"
-        assert abs((left + right) / 2 - width / 2) < width * 0.1  # in the middle
-    else:
-        assert right - left >= width * 0.7, f"a {right - left} px column in a {width} px sidebar"
+
+    def whole():
+        width = view.width()
+        left, right, inked = ink(view)
+        assert inked > 2000, "the chat is blank"
+        assert w.chat.transcript.horizontalScrollBar().maximum() == 0, "the chat scrolls sideways"
+        assert 0 <= left and right < width
+        if width > measure + 40:
+            assert right - left <= measure + 16, f"lines {right - left} px long in a {width} px view"
+            assert abs((left + right) / 2 - width / 2) < width * 0.1  # in the middle
+        else:
+            assert right - left >= width * 0.7, f"a {right - left} px column in a {width} px sidebar"
+
+    qtbot.waitUntil(whole, timeout=3000)  # once what the window was asked to do has been drawn
 
 
 @pytest.mark.parametrize("steps", [
@@ -68,7 +74,7 @@ def assert_seen_whole(qtbot, w) -> None:
     ["full", "minimise", "sidebar", "restore"],
     ["sidebar", "tab:memory", "font", "full", "tab:chat"],
 ])
-def test_the_chat_is_never_blank_nor_too_wide_whatever_happened_while_hidden(qtbot, window, server, steps):  # noqa: F811
+def test_the_chat_is_never_blank_nor_too_wide_whatever_happened_while_hidden(qtbot, window, server, steps):
     w = window(server)
     _seed(w)
     for step in steps:
@@ -77,21 +83,20 @@ def test_the_chat_is_never_blank_nor_too_wide_whatever_happened_while_hidden(qtb
     assert_seen_whole(qtbot, w)
 
 
-def test_what_was_asked_while_the_chat_was_hidden_is_there_when_it_comes_back(qtbot, window, server):  # noqa: F811
+def test_what_was_asked_while_the_chat_was_hidden_is_there_when_it_comes_back(qtbot, window, server):
     w = window(server)
     _seed(w, 2)
     w.resize(1600, 900)
-    qtbot.wait(40)
+    qtbot.waitUntil(lambda: w.width() == 1600, timeout=5000)
     w.show_view(1)
     w.resize(400, 900)
     server.queue_reply("Lower the **fog density** to 0.02.")
     w.turns.ask("and the fog density?")  # from the tray's or the self-test's side: the chat is hidden
     qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
     w.show_view(0)
-    qtbot.wait(60)
     assert_seen_whole(qtbot, w)
     bar = w.chat.transcript.verticalScrollBar()
-    assert bar.value() == bar.maximum()  # on the latest: the answer is in view
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum(), timeout=5000)  # on the latest: the answer is in view
     doc = w.chat.transcript.document()
     block = doc.find("fog density to 0.02").block()
     rect = doc.documentLayout().blockBoundingRect(block)

@@ -14,7 +14,7 @@ from app.config import load
 from app.ui.app import build_services
 from app.ui.main_window import MainWindow
 from tests.support.ollama_server import OllamaTestServer
-from tests.test_ui_window import _open_browser, send, window  # noqa: F401 (a fixture)
+from tests.support.window import open_browser, send
 
 ID_LIKE = re.compile(r"\b[mkct]_[0-9a-f]{6,}\b|chip:\w+:\d|look:\d|copy:\d")
 
@@ -47,13 +47,13 @@ class Seen:
         return [(p, t) for p, t in self.rows if not t.startswith(p)]
 
 
-def test_a_switch_with_a_search_typed_shows_only_the_new_project(qtbot, window):  # noqa: F811
+def test_a_switch_with_a_search_typed_shows_only_the_new_project(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 30)
         seed(w, "perfume", 5)
         seen = Seen(w)
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         qtbot.keyClicks(w.memory.search, "GI clamp")
         qtbot.waitUntil(lambda: w.memory.count.text() == "30 matches for “GI clamp”, best first", timeout=10_000)
         w.projects.switch_project("perfume")
@@ -66,27 +66,28 @@ def test_a_switch_with_a_search_typed_shows_only_the_new_project(qtbot, window):
         assert seen.rows and seen.foreign() == []
 
 
-def test_a_page_landing_after_a_switch_is_dropped(qtbot, window):  # noqa: F811
+def test_a_page_landing_after_a_switch_is_dropped(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 350)
         seed(w, "perfume", 3)
         seen = Seen(w)
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         qtbot.waitUntil(lambda: w.memory.model.rowCount() == 353 - 3, timeout=10_000)
         w.pools.run(w.pools.memory, lambda report: time.sleep(0.8))  # the memory worker is busy for a moment
         w.memory.table.scrollToBottom()  # asks for the last page: it waits behind the sleep
-        qtbot.wait(50)
-        assert w.memory.model._asked
+        qtbot.waitUntil(lambda: bool(w.memory.model._asked), timeout=5000)
         w.projects.switch_project("perfume")  # lands before that page does
         qtbot.waitUntil(lambda: w.project == "perfume" and w.memory.model.rowCount() == 3, timeout=10_000)
-        qtbot.wait(1200)  # the old page has landed by now
+        qtbot.waitUntil(lambda: w.pools.busy() == 0, timeout=10_000)  # the old page has landed by now
+        QApplication.sendPostedEvents()  # and what it sent the window has been delivered
+        QApplication.processEvents()
         assert [w.memory.model.index(r, 4).data() for r in range(3)] == [f"perfume note {i}: Octane GI clamp {i}"
                                                                        for i in (2, 1, 0)]
         assert seen.foreign() == []
 
 
-def test_a_switch_while_a_reply_streams_stops_it_keeps_it_and_shows_nothing_of_it(qtbot, window):  # noqa: F811
+def test_a_switch_while_a_reply_streams_stops_it_keeps_it_and_shows_nothing_of_it(qtbot, window):
     with OllamaTestServer(delay_s=0.15) as srv:
         w = window(srv)
         seed(w, "perfume", 2)
@@ -95,7 +96,9 @@ def test_a_switch_while_a_reply_streams_stops_it_keeps_it_and_shows_nothing_of_i
         qtbot.waitUntil(lambda: "word2" in w.chat.entries[-1].text, timeout=10_000)
         w.projects.switch_project("perfume")
         qtbot.waitUntil(lambda: w.project == "perfume" and not w.chat.composer.isReadOnly(), timeout=10_000)
-        qtbot.wait(600)  # tokens the old reply would still stream
+        qtbot.waitUntil(lambda: w.pools.busy() == 0, timeout=10_000)  # the old reply's stream has ended
+        QApplication.sendPostedEvents()  # and every token it still sent has been delivered
+        QApplication.processEvents()
         shown = w.chat.transcript.toPlainText()
         assert "word" not in shown and "a long answer" not in shown
         assert [e.text for e in w.chat.entries] == ["perfume note 0: Octane GI clamp 0", "perfume note 1: Octane GI clamp 1"]
@@ -136,7 +139,7 @@ def test_the_transcript_and_the_view_come_back_after_a_restart(qtbot, tmp_path):
         again.quit()
 
 
-def test_earlier_messages_are_a_scroll_away(qtbot, window):  # noqa: F811
+def test_earlier_messages_are_a_scroll_away(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 95, "turn")
@@ -160,7 +163,7 @@ def test_earlier_messages_are_a_scroll_away(qtbot, window):  # noqa: F811
         assert w.chat.transcript.toPlainText().count("— ") >= 1  # the day line
 
 
-def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):  # noqa: F811
+def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):
     """A redrawn transcript starts at the top for a moment: that must not load the history page after
     page (it did, and with 100k messages the window never settled)."""
     with OllamaTestServer() as srv:
@@ -171,11 +174,12 @@ def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):  # no
         for _ in range(3):
             w.chat._render()  # the whole transcript drawn again
             w.chat.transcript.verticalScrollBar().setValue(0)  # moved by the program, not the artist
-            qtbot.wait(200)
+            QApplication.processEvents()  # what the move set off has started…
+            qtbot.waitUntil(lambda: w.pools.busy() == 0, timeout=10_000)  # …and ended (a page would be in now)
         assert len(w.chat.entries) == 40 and w.pools.busy() == 0
 
 
-def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_where_they_are(qtbot, window):  # noqa: F811
+def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_where_they_are(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 30, "turn")
@@ -187,15 +191,16 @@ def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_w
         qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=5000)
         qtbot.wait(100)  # the layout settles
         bar.triggerAction(bar.SliderAction.SliderPageStepSub)  # the artist pages up to read
-        qtbot.wait(50)
+        qtbot.waitUntil(lambda: bar.value() < bar.maximum() and w.chat.jump.isVisible(), timeout=5000)  # taken as read
         reading = bar.value()
         assert reading < bar.maximum()
         w.chat.add("notice", "something new below")
-        qtbot.wait(100)
+        qtbot.waitUntil(lambda: "something new below" in w.chat.transcript.toPlainText(), timeout=5000)
+        QApplication.processEvents()  # and what its drawing set off has run
         assert bar.value() == reading  # not yanked down
 
 
-def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window, monkeypatch):  # noqa: F811
+def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window, monkeypatch):
     with OllamaTestServer() as srv:
         w = window(srv)
         box = w.header.project_box
@@ -222,7 +227,7 @@ def test_projects_are_made_renamed_and_switched_from_the_switcher(qtbot, window,
         qtbot.waitUntil(lambda: w.project == "default", timeout=10_000)
 
 
-def test_slash_project_moves_the_whole_window(qtbot, window):  # noqa: F811
+def test_slash_project_moves_the_whole_window(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "perfume", 2)
@@ -232,19 +237,19 @@ def test_slash_project_moves_the_whole_window(qtbot, window):  # noqa: F811
         assert w.header.project_box.currentText() == "perfume" and "Project: " not in w.chat.transcript.toPlainText()
 
 
-def test_esc_on_the_memory_view_does_not_stop_the_reply(qtbot, window):  # noqa: F811
+def test_esc_on_the_memory_view_does_not_stop_the_reply(qtbot, window):
     with OllamaTestServer(delay_s=0.1) as srv:
         w = window(srv)
         srv.queue_reply("one two three four five six seven eight")
         send(qtbot, w, "count for me")
         qtbot.waitUntil(lambda: "two" in w.chat.entries[-1].text, timeout=10_000)
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         qtbot.keyClick(w.memory.search, Qt.Key.Key_Escape)
         qtbot.waitUntil(lambda: w.turns.turn is None, timeout=10_000)
         assert w.chat.entries[-1].status == "" and w.chat.entries[-1].text.endswith("eight")
 
 
-def test_the_mode_shown_is_the_mode_in_use(qtbot, window):  # noqa: F811
+def test_the_mode_shown_is_the_mode_in_use(qtbot, window):
     srv = OllamaTestServer().start()
     try:
         w = window(srv)
@@ -261,7 +266,7 @@ def test_the_mode_shown_is_the_mode_in_use(qtbot, window):  # noqa: F811
     assert w.chat.entries[-1].status == "recall" and w.header.mode_box.currentText() == "Memory only"
 
 
-def test_no_internal_id_reaches_the_artist(qtbot, window):  # noqa: F811
+def test_no_internal_id_reaches_the_artist(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)
         seed(w, "default", 3)
@@ -329,16 +334,14 @@ def test_the_window_comes_back_where_it_was_and_never_off_screen(qtbot, tmp_path
 
 
 def test_kelvin_app_without_a_display_prints_the_fallback(monkeypatch):
-    import subprocess
-    import sys
+    import os
 
-    from tests.test_cli import ROOT
+    from tests.support.cli import kelvin_process
 
-    env = {k: v for k, v in __import__("os").environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     outs = []
-    for args in (["app"], []):
-        proc = subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=60)
+    for args in (["app"], []):  # the entry point itself, where there is no display
+        proc = kelvin_process(*args, env=env, check=False, timeout=60)
         outs.append((proc.returncode, proc.stdout))
     (rc_app, out_app), (rc_bare, out_bare) = outs
     assert out_app == out_bare and "no display to open the window on" in out_app and "kelvin chat" in out_app

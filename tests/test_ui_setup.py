@@ -280,8 +280,7 @@ def test_the_window_stays_on_the_chat_when_nothing_is_missing(qtbot, tmp_path):
         w.attach(build_services(settings, gpu=False))
         with qtbot.waitSignal(w.setup_panel.checked, timeout=15_000):
             pass
-        qtbot.wait(50)
-        assert w.views.currentWidget() is w.chat and w.tabs.isVisible()
+        qtbot.waitUntil(lambda: w.views.currentWidget() is w.chat and w.tabs.isVisible(), timeout=5000)
         w.close()
 
 

@@ -7,18 +7,10 @@ import pytest
 from PySide6.QtGui import QTextDocumentFragment
 
 from tests.support.layout_check import problems
-from tests.support.ollama_server import OllamaTestServer
-from tests.test_ui_window import window  # noqa: F401 — the fixture
-
-
-@pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
 
 
 @pytest.mark.parametrize("width", [360, 480, 900, 1600])
-def test_every_view_fits_from_a_sidebar_to_a_full_screen(qtbot, window, server, width):  # noqa: F811
+def test_every_view_fits_from_a_sidebar_to_a_full_screen(qtbot, window, server, width):
     w = window(server)
     qtbot.waitUntil(lambda: (w.header.ollama_label.property("full") or w.header.ollama_label.text()).startswith("Ollama "),
                     timeout=15_000)  # the header says what it will say all day
@@ -29,23 +21,28 @@ def test_every_view_fits_from_a_sidebar_to_a_full_screen(qtbot, window, server, 
             if pages is not None:
                 pages.setCurrentIndex(page)
             w.resize(width, 900)
-            qtbot.wait(60)
-            assert w.width() == width, f"view {view}: the window would not be {width} px wide"
-            assert problems(w) == [], f"view {view}, page {page}, {width} px"
+
+            def fits(view=view, page=page):
+                assert w.width() == width, f"view {view}: the window would not be {width} px wide"
+                assert problems(w) == [], f"view {view}, page {page}, {width} px"
+
+            qtbot.waitUntil(fits, timeout=5000)  # once the layout has followed the new width
 
 
-def test_a_narrow_window_has_a_compact_header_that_still_says_everything(qtbot, window, server):  # noqa: F811
+def test_a_narrow_window_has_a_compact_header_that_still_says_everything(qtbot, window, server):
     w = window(server)
     qtbot.waitUntil(lambda: (w.header.ollama_label.property("full") or "").startswith("Ollama "), timeout=15_000)
     full = w.header.ollama_label.property("full")
     w.resize(1600, 900)
-    qtbot.wait(60)
+    qtbot.waitUntil(lambda: QTextDocumentFragment.fromHtml(w.header.ollama_label.text()).toPlainText() == f"● {full}",
+                    timeout=5000)  # the header has followed the new width
     shown = QTextDocumentFragment.fromHtml(w.header.ollama_label.text()).toPlainText()
     assert shown == f"● {full}" and w.header.setup_button.isVisible() and w.header.on_top.isVisible() and not w.header.more.isVisible()
     assert "#7fc98a" in w.header.ollama_label.text()  # a green dot: Ollama answers
     assert w.header.header_right.geometry().top() < w.header.project_box.geometry().bottom()  # one row
     w.resize(360, 900)
-    qtbot.wait(60)
+    qtbot.waitUntil(lambda: QTextDocumentFragment.fromHtml(w.header.ollama_label.text()).toPlainText() == "● Ollama",
+                    timeout=5000)
     assert QTextDocumentFragment.fromHtml(w.header.ollama_label.text()).toPlainText() == "● Ollama"
     assert full in w.header.ollama_label.toolTip() and "#7fc98a" in w.header.ollama_label.text()
     assert not w.header.setup_button.isVisible() and not w.header.on_top.isVisible() and w.header.more.isVisible()
@@ -60,25 +57,28 @@ def test_a_narrow_window_has_a_compact_header_that_still_says_everything(qtbot, 
     qtbot.waitUntil(lambda: "#e06c5a" in w.header.ollama_label.text(), timeout=10_000)
     assert "not running" in w.header.ollama_label.toolTip()
     w.resize(1600, 900)
-    qtbot.wait(60)
-    assert "not running" in w.header.ollama_label.text() and w.header.setup_button.isVisible()  # and back
+    qtbot.waitUntil(lambda: "not running" in w.header.ollama_label.text() and w.header.setup_button.isVisible(),
+                    timeout=5000)  # and back
 
 
-def test_at_full_screen_the_transcript_keeps_a_readable_line_in_the_middle(qtbot, window, server):  # noqa: F811
+def test_at_full_screen_the_transcript_keeps_a_readable_line_in_the_middle(qtbot, window, server):
     from app.ui.chat_view import LINE_CHARS
 
     w = window(server)
     transcript = w.chat.transcript
     for width in (400, 1600, 400):
         w.resize(width, 900)
-        qtbot.wait(60)
-        fmt = transcript.document().rootFrame().frameFormat()
-        text_px = transcript.viewport().width() - fmt.leftMargin() - fmt.rightMargin()
-        if width == 400:
-            assert fmt.leftMargin() == 0  # a sidebar: every pixel for the text
-        else:
-            assert fmt.leftMargin() == fmt.rightMargin() > 100  # centred
-            assert abs(text_px - transcript.fontMetrics().averageCharWidth() * LINE_CHARS) <= 2
+
+        def readable(width=width):
+            fmt = transcript.document().rootFrame().frameFormat()
+            text_px = transcript.viewport().width() - fmt.leftMargin() - fmt.rightMargin()
+            if width == 400:
+                assert fmt.leftMargin() == 0  # a sidebar: every pixel for the text
+            else:
+                assert fmt.leftMargin() == fmt.rightMargin() > 100  # centred
+                assert abs(text_px - transcript.fontMetrics().averageCharWidth() * LINE_CHARS) <= 2
+
+        qtbot.waitUntil(readable, timeout=5000)  # once the layout has followed the new width
 
 
 @pytest.mark.parametrize("scale", ["1", "1.5"])

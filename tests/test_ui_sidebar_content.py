@@ -8,23 +8,14 @@ from __future__ import annotations
 import re
 import time
 
-import pytest
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QGuiApplication, QTextTable
 
-from tests.support.ollama_server import OllamaTestServer
-from tests.test_ui_window import window  # noqa: F401 — the fixture
 
 ISO = re.compile(r"\d{4}-\d\d-\d\d|\d\d:\d\d(:\d\d)?[+-]\d\d:\d\d|\dT\d")
 WIDE_TABLE = ("| Parameter | Currently | Recommended | Difference | Reasoning |\n|---|---|---|---|---|\n"
               "| Max samples | 256 | 512 | doubled | less noise in the leaves |\n"
               "| GI clamp | 25 | 10 | lower | fireflies |")
-
-
-@pytest.fixture
-def server():
-    with OllamaTestServer() as srv:
-        yield srv
 
 
 def _answer(qtbot, w, server, reply: str):
@@ -54,26 +45,29 @@ def broken_words(doc) -> list[str]:
     return out
 
 
-def test_a_long_code_line_wraps_inside_its_block_and_copies_whole(qtbot, window, server):  # noqa: F811
+def test_a_long_code_line_wraps_inside_its_block_and_copies_whole(qtbot, window, server):
     w = window(server)
     w.resize(400, 900)
     line = "node.parm('" + "very_long_parameter_path_" * 10 + "').set(1024)"
     answer = _answer(qtbot, w, server, f"Run this:\n\n```python\n{line}\n```\n\nAnd a path: "
                      "/home/artist/projects/nike/forest/renders/final_v012_beauty_denoised_aces.exr")
-    qtbot.wait(60)
     t = w.chat.transcript
-    assert t.horizontalScrollBar().maximum() == 0  # never the whole chat sideways
-    doc = t.document()
-    block = doc.begin()
-    while "very_long_parameter_path_" not in block.text().replace("\u200b", ""):  # (soft breaks in long words)
-        block = block.next()
-    assert block.layout().lineCount() > 2  # wrapped inside its own block
-    assert doc.documentLayout().blockBoundingRect(block).right() <= t.viewport().width()
+
+    def wrapped():
+        assert t.horizontalScrollBar().maximum() == 0  # never the whole chat sideways
+        doc = t.document()
+        block = doc.begin()
+        while "very_long_parameter_path_" not in block.text().replace("\u200b", ""):  # (soft breaks in long words)
+            block = block.next()
+        assert block.layout().lineCount() > 2  # wrapped inside its own block
+        assert doc.documentLayout().blockBoundingRect(block).right() <= t.viewport().width()
+
+    qtbot.waitUntil(wrapped, timeout=5000)  # once the answer is laid out
     w.chat._anchor(QUrl(f"copy:{w.chat.entries.index(answer)}.0"))
     assert QGuiApplication.clipboard().text() == line + "\n"
 
 
-def test_no_word_of_a_table_breaks_a_table_too_wide_becomes_a_list_and_a_table_again(qtbot, window, server):  # noqa: F811
+def test_no_word_of_a_table_breaks_a_table_too_wide_becomes_a_list_and_a_table_again(qtbot, window, server):
     w = window(server)
     w.resize(1600, 900)
     _answer(qtbot, w, server, "Compare:\n\n" + WIDE_TABLE + "\n\nThat is all.")
@@ -86,20 +80,23 @@ def test_no_word_of_a_table_breaks_a_table_too_wide_becomes_a_list_and_a_table_a
     assert [t.columns() for t in tables] == [5, 4] and broken_words(doc) == []
     for width in (400, 360, 900, 400, 1600):
         w.resize(width, 900)
-        qtbot.wait(60)
-        doc = t.document()
-        assert broken_words(doc) == [], width
-        assert t.horizontalScrollBar().maximum() == 0, width
-        tables = [f for f in doc.rootFrame().childFrames() if isinstance(f, QTextTable) and f.format().border() > 0]
-        text = t.toPlainText()
-        if width <= 400:
-            assert [t.columns() for t in tables] == [4] and "Max samples — Parameter" not in text
-            assert "Max samples — Currently: 256 · Recommended: 512 · Difference: doubled" in text, text
-        else:
-            assert [t.columns() for t in tables] == [5, 4], width  # room enough: a table again
+
+        def laid_out(width=width):
+            doc = t.document()
+            assert broken_words(doc) == [], width
+            assert t.horizontalScrollBar().maximum() == 0, width
+            tables = [f for f in doc.rootFrame().childFrames() if isinstance(f, QTextTable) and f.format().border() > 0]
+            text = t.toPlainText()
+            if width <= 400:
+                assert [t.columns() for t in tables] == [4] and "Max samples — Parameter" not in text
+                assert "Max samples — Currently: 256 · Recommended: 512 · Difference: doubled" in text, text
+            else:
+                assert [t.columns() for t in tables] == [5, 4], width  # room enough: a table again
+
+        qtbot.waitUntil(laid_out, timeout=5000)  # once the transcript has followed the new width
 
 
-def test_dates_read_as_an_artist_reads_them_everywhere(qtbot, window, server):  # noqa: F811
+def test_dates_read_as_an_artist_reads_them_everywhere(qtbot, window, server):
     w = window(server)
     w.resize(400, 900)
     memory = w.services.memory

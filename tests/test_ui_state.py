@@ -11,7 +11,6 @@ from PySide6.QtGui import QImage
 
 from app.ui.icon import STATE_COLOURS
 from tests.support.ollama_server import OllamaTestServer
-from tests.test_ui_window import window  # noqa: F401 — the fixture
 
 AGREE_MS = 3000  # looks come every second; this is the bound of the wait, not a speed target
 
@@ -36,7 +35,7 @@ def everyone_says(w, running: bool) -> bool:
     return header and tray and setup and icon and w.windowIcon().cacheKey() == w.tray.icon.icon().cacheKey()
 
 
-def test_setup_the_header_and_the_tray_agree_within_a_second_of_ollama_going_and_coming(qtbot, window):  # noqa: F811
+def test_setup_the_header_and_the_tray_agree_within_a_second_of_ollama_going_and_coming(qtbot, window):
     srv = OllamaTestServer().start()
     try:
         w = window(srv)
@@ -57,7 +56,7 @@ def test_setup_the_header_and_the_tray_agree_within_a_second_of_ollama_going_and
         srv.stop()
 
 
-def test_without_a_model_the_brief_gives_what_it_can_and_says_the_summaries_come_later(qtbot, window):  # noqa: F811
+def test_without_a_model_the_brief_gives_what_it_can_and_says_the_summaries_come_later(qtbot, window):
     srv = OllamaTestServer().start()
     try:
         w = window(srv)

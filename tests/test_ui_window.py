@@ -4,49 +4,20 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from PySide6.QtCore import QSettings, Qt, QUrl
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from app.core.commands import Mode
 from app.config import load
-from app.ui.app import build_services
 from app.ui.main_window import MainWindow
 from tests.support.ollama_server import OllamaTestServer
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    made = []
-
-    def make(server: OllamaTestServer, **overrides):
-        settings = load({"ollama_host": server.host, **overrides})
-        w = MainWindow(settings, QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
-        qtbot.addWidget(w)
-        w.show()
-        qtbot.waitExposed(w)
-        w.activateWindow()
-        qtbot.waitUntil(lambda: QApplication.activeWindow() is w, timeout=5000)  # shortcuts need an active window
-        w.attach(build_services(settings, gpu=False))
-        qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly(), timeout=10_000)  # the transcript is there
-        w.chat.composer.setFocus()
-        made.append(w)
-        return w
-
-    yield make
-    for w in made:
-        w.close()  # drains the writer, waits for the pools
+from tests.support.window import open_browser, send
 
 
 def said(label) -> str:
     """What a header label tells: its text, and its tooltip (all of it, in a narrow window)."""
     return label.text() + "\n" + label.toolTip()
-
-
-def send(qtbot, w, text: str) -> None:
-    qtbot.keyClicks(w.chat.composer, text)
-    qtbot.keyClick(w.chat.composer, Qt.Key.Key_Return)
 
 
 def test_enter_sends_the_reply_streams_in_and_the_turn_is_stored(qtbot, window):
@@ -279,11 +250,6 @@ def test_the_memory_browser_lists_searches_and_filters_with_rows_fetched_a_page_
         qtbot.waitUntil(lambda: model.index(0, 3).data() == "redshift", timeout=10_000)
 
 
-def _open_browser(qtbot, w):
-    qtbot.keyClick(w.chat.transcript, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
-    assert w.views.currentWidget() is w.memory
-
-
 def _markdown(memory, project=None) -> str:
     return "".join(p.read_text(encoding="utf-8") for p in memory.store(project).book.files())
 
@@ -299,7 +265,7 @@ def test_a_message_is_edited_in_place_deleted_and_both_undone_through_the_journa
                                   "Rim light 2 stops over")):
             memory.commit(text, ts_ms=1_763_800_000_000 + i * 60_000)
         memory.flush()
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         model, table = w.memory.model, w.memory.table
         qtbot.waitUntil(lambda: model.rowCount() == 3 and model.index(1, TEXT_COLUMN).data() != "…", timeout=10_000)
         assert model.index(1, TEXT_COLUMN).data() == "Octane GI clamp 10, final"
@@ -359,7 +325,7 @@ def test_the_browser_filters_by_date_and_project(qtbot, window):
         memory.commit("Other project: camera at 35mm", project="perfume")
         memory.flush()
         w.projects.fill()
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         model, view = w.memory.model, w.memory
         qtbot.waitUntil(lambda: model.rowCount() == 2, timeout=10_000)
         view.dates.setCurrentIndex(view.dates.findText("last 7 days"))
@@ -394,7 +360,7 @@ def test_the_settings_table_shows_current_values_history_and_takes_corrections(q
                                   "we went with 1024 max samples")):
             memory.commit(text, ts_ms=1_763_800_000_000 + i * 60_000)
         memory.flush()
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         panel = w.memory.settings
         w.memory.pages.setCurrentWidget(panel)
         qtbot.waitUntil(lambda: panel.current.rowCount() == 2, timeout=10_000)
@@ -499,7 +465,7 @@ def test_a_value_kelvin_is_unsure_of_is_asked_on_the_chip_and_marked_in_the_sett
         cur = ledger.current_of(("redshift", "brute_force_rays"))
         assert cur.unsure and cur.decision is None  # nothing asserted
         # the Settings tab marks it
-        _open_browser(qtbot, w)
+        open_browser(qtbot, w)
         panel = w.memory.settings
         w.memory.pages.setCurrentWidget(panel)
         qtbot.waitUntil(lambda: panel.current.rowCount() == 1, timeout=10_000)

@@ -12,14 +12,13 @@ from PySide6.QtCore import QUrl
 
 from tests.support.ollama_server import OllamaTestServer
 from tests.support.seen import words_shown
-from tests.test_ui_window import window  # noqa: F401 — the fixture
 
 DEVELOPER = re.compile(r"`|\bKELVIN_[A-Z_]+|\bOLLAMA_[A-Z_]+|(?<![\w-])--[a-z][\w-]+|\b[\w-]+\.(?:md|toml|jsonl?|lance|ini)\b"
                        r"|\d{4}-\d\d-\d\d|\d\d:\d\d(?::\d\d)?[+-]\d\d:\d\d|\bjournal\b|\bMarkdown\b|\bindex\b|committing"
                        r"|\[stopped|\[reply cut|\[no reply|recall mode|\(no model\)|\bvram_guard\b|\bkelvin [a-z]+ [a-z-]+")
 
 
-def test_the_window_speaks_the_artists_language_all_day(qtbot, window):  # noqa: F811
+def test_the_window_speaks_the_artists_language_all_day(qtbot, window):
     srv = OllamaTestServer(delay_s=0.05).start()
     said: list[str] = []
     seen: list[str] = []

@@ -1,0 +1,23 @@
+"""What two data folders are compared by when a shared project must end the same everywhere."""
+from __future__ import annotations
+
+
+def memory_of(svc, project: str) -> dict:
+    """Everything a data folder shows of a project, as comparable values."""
+    from app.services.settings_ledger import SettingsLedger
+
+    store = svc.store(project)
+    folder = store.folder
+    msgs = sorted((m.id, m.text, m.speaker, m.role, m.ts_ms, m.conversation_id) for m in svc.list(project, limit=0))
+    markdown = {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")
+                for p in sorted(folder.rglob("*.md")) if "journal" not in p.parts}
+    ledger = SettingsLedger(svc)
+    book = ledger.book(project)
+    history = {k: [e.to_json() for e in book.history(*k)] for k in sorted(book.keys())}
+    return {"messages": msgs, "markdown": markdown, "index_ids": sorted(store.index.message_ids()),
+            "memories": sorted((m.id, m.text) for m in svc.memories(project)),
+            "ledger": [c.to_json() for c in ledger.current(project, candidates=True)], "history": history}
+
+
+def journal_ids(svc, project: str) -> list[str]:
+    return [e.uid for e in svc.store(project).journal.read()]
