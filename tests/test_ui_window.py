@@ -360,10 +360,11 @@ def test_the_settings_table_shows_current_values_history_and_takes_corrections(q
                                   "we went with 1024 max samples")):
             memory.commit(text, ts_ms=1_763_800_000_000 + i * 60_000)
         memory.flush()
+        w.resize(1200, 800)  # every column (a window under 640 px keeps the name, the decision, the file's value)
         open_browser(qtbot, w)
         panel = w.memory.settings
         w.memory.pages.setCurrentWidget(panel)
-        qtbot.waitUntil(lambda: panel.current.rowCount() == 2, timeout=10_000)
+        qtbot.waitUntil(lambda: panel.current.rowCount() == 2 and not panel.current.narrow, timeout=10_000)
         qtmodeltester.check(panel.current)
         rows = {panel.current.index(r, 1).data(): r for r in range(2)}
         row = rows["GI clamp"]
