@@ -2,7 +2,7 @@
 the phrase lists moved into data files must not slow extraction).
 
 Both extractors read the same catalogue and status model; the earlier one is its module's source at
-``--before`` (``git show REV:app/core/extraction.py``), built with the arguments that source takes.
+``--before`` (``git show REV:app/core/render_settings/extraction.py``), built with the arguments that source takes.
 Every message of the labelled sets is extracted by each in turn, alternating by pass (A B A B …) so
 load on the machine falls on both alike; p50/p95 per message and the ratio of the medians.
 
@@ -25,18 +25,18 @@ sys.path.insert(0, str(ROOT))
 
 import common as c  # noqa: E402
 
-from app.core.extraction import Context  # noqa: E402
+from app.core.render_settings.extraction import Context  # noqa: E402
 from app.services.memory import load_cues, load_extractor, load_taxonomy  # noqa: E402
 from ledger_snapshot import labelled_sets  # noqa: E402
 
 
 def earlier_extractor(rev: str, now):
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:app/core/extraction.py"], check=True,
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:app/core/render_settings/extraction.py"], check=True,
                             capture_output=True, text=True).stdout
     spec = importlib.util.spec_from_loader("extraction_before", loader=None)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # (its dataclasses look their module up)
-    exec(compile(source, f"{rev}:app/core/extraction.py", "exec"), module.__dict__)
+    exec(compile(source, f"{rev}:app/core/render_settings/extraction.py", "exec"), module.__dict__)
     takes = inspect.signature(module.Extractor).parameters
     if "cues" in takes:
         return module.Extractor(now.cat, load_cues(), now.status_model)

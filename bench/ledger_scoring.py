@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from app.core.parameters import same_value
+from app.core.render_settings.parameters import same_value
 
 _ARTICLES = {"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that"}
 _GENERIC_TAIL = {"light", "lights", "lamp", "lamps", "camera", "cam", "cams", "cameras", "layer", "output", "frames",

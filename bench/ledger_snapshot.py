@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 import common  # noqa: E402,F401 — (no artist's config or environment is read)
 
-from app.core.extraction import Context  # noqa: E402
-from app.core.ledger import Entry, Ledger  # noqa: E402
+from app.core.render_settings.extraction import Context  # noqa: E402
+from app.core.render_settings.ledger import Entry, Ledger  # noqa: E402
 from app.services.memory import load_extractor, load_taxonomy  # noqa: E402
 from tests.support.statement_matrix import rows as matrix_rows  # noqa: E402
 

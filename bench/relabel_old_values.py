@@ -120,7 +120,7 @@ def _enums() -> dict:
 
 
 def _tokens(text: str):
-    from app.core.parameters import tokens
+    from app.core.render_settings.parameters import tokens
 
     return tokens(text)
 

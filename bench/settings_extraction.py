@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 import common as c  # noqa: E402
 from ledger_scoring import SessionScore, file_is_scoped, matches, mention_key, norm_value, scope_name, score  # noqa: E402
 
-from app.core.extraction import Context  # noqa: E402
-from app.core.ledger import Entry, Ledger  # noqa: E402
+from app.core.render_settings.extraction import Context  # noqa: E402
+from app.core.render_settings.ledger import Entry, Ledger  # noqa: E402
 from app.services.memory import load_extractor, load_tagger, load_taxonomy  # noqa: E402
 
 DATA = ROOT / "bench" / "data"  # every settings_labelled*.jsonl in it
@@ -81,7 +81,7 @@ def load(path: Path) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
 
 class ModelPass:
     """The optional model pass over one message, as the app runs it (``Conversation._extract``): the
-    prompt and schema of ``app.core.model_extraction``, its strict check, only what the rules missed."""
+    prompt and schema of ``app.core.render_settings.model_extraction``, its strict check, only what the rules missed."""
 
     def __init__(self, host: str, model: str, cpu: bool = False):
         from app.llm.backend import OllamaBackend
@@ -90,7 +90,7 @@ class ModelPass:
                       "seconds": 0.0}
 
     def __call__(self, text: str, role: str, cat, engine: str, have: list) -> list:
-        from app.core.model_extraction import SCHEMA, check, prompt
+        from app.core.render_settings.model_extraction import SCHEMA, check, prompt
         from app.llm.errors import OllamaUnavailable
         t0 = time.perf_counter()
         self.stats["calls"] += 1

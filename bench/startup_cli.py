@@ -41,7 +41,7 @@ COMMANDS = {
     "memory search": (["memory", "search", "GI clamp 10"], None),
     "scene import -": (["scene", "import", "-"], SCENE),
 }
-HEAVY = ("lancedb", "pyarrow", "ollama", "httpx", "numpy", "app.core.extraction", "PySide6")
+HEAVY = ("lancedb", "pyarrow", "ollama", "httpx", "numpy", "app.core.render_settings.extraction", "PySide6")
 
 
 def run(code: Path, args: list[str], stdin: str | None, env: dict) -> tuple[float, float, int]:

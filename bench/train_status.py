@@ -2,7 +2,7 @@
 
 Every labelled session goes through the rule extractor in order (the rules alone, with the context
 they carry); each (parameter, value) they read becomes one training row: its features
-(``app.core.status_model.features``) and its label — the status the labeller gave that parameter and
+(``app.core.render_settings.status_model.features``) and its label — the status the labeller gave that parameter and
 value in that message, or ``none`` when the labels have no such setting there. The generated plain
 statements of every parameter (``tests/support/statement_matrix.py``, the test of issue 24) are
 training rows too, in every fold (a group never scored). A multinomial logistic
@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 import settings_extraction as se  # noqa: E402
 from ledger_scoring import mention_key  # noqa: E402
 
-from app.core import extraction as X  # noqa: E402
-from app.core.parameters import same_value  # noqa: E402
-from app.core.status_model import CLASSES, NONE, Sentence, StatusModel, features  # noqa: E402
+from app.core.render_settings import extraction as X  # noqa: E402
+from app.core.render_settings.parameters import same_value  # noqa: E402
+from app.core.render_settings.status_model import CLASSES, NONE, Sentence, StatusModel, features  # noqa: E402
 
 OUT = ROOT / "resources" / "status_model.json"
 sys.path.insert(0, str(ROOT))  # tests.support.statement_matrix: the generated plain statements

@@ -336,7 +336,7 @@ def test_a_note_is_kept_as_a_note_not_as_a_message_id():
 
 
 def test_a_note_written_before_notes_had_their_own_field_reads_as_a_note():
-    from app.core.ledger import Entry
+    from app.core.render_settings.ledger import Entry
 
     old = {"id": "3.0", "engine": "octane", "parameter": "gi_clamp", "value": 7, "unit": "", "status": "applied",
            "ts_ms": 1, "source_id": "client review", "by": "artist"}

@@ -259,8 +259,8 @@ def _scene_items():
 def test_a_scene_of_any_shape_is_read_into_values_the_ledger_can_hold_or_refused(settings_, extra, anything):
     """Whatever a DCC script sends, every value that reaches the ledger can be journaled (UTF-8 JSON) and
     compared with any other; everything else is a SceneError in one sentence."""
-    from app.core.parameters import holdable, same_value
-    from app.core.scene import SceneError, read
+    from app.core.render_settings.parameters import holdable, same_value
+    from app.core.render_settings.scene import SceneError, read
 
     data = {"format": "kelvin-scene", "version": 1, "app": anything if isinstance(anything, str) else "x",
             "file": "f.blend\ud800", "scene": "S", "engine": "cycles", "settings": settings_, "extra": extra,
@@ -282,7 +282,7 @@ def test_a_scene_of_any_shape_is_read_into_values_the_ledger_can_hold_or_refused
 @given(st.binary(max_size=400) | st.integers(min_value=1, max_value=5000).map(lambda n: b"[" * n + b"]" * n))
 def test_scene_json_of_any_bytes_is_read_or_refused_in_one_sentence(raw):
     from app.cli.scene import _from_json
-    from app.core.scene import SceneError
+    from app.core.render_settings.scene import SceneError
 
     try:
         _from_json(raw, "the JSON on stdin", EXTRACTOR.cat)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from app.core.scene import read
+from app.core.render_settings.scene import read
 from app.services.settings_ledger import SettingsLedger, describe, question
 from tests.support.cli import kelvin, write_jsonl
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from app import resources
-from app.core import cues as cues_module
-from app.core import extraction
-from app.core.cues import FILES, Cues, CuesError
-from app.core.extraction import Context, Extractor
+from app.core.render_settings import cues as cues_module
+from app.core.render_settings import extraction
+from app.core.render_settings.cues import FILES, Cues, CuesError
+from app.core.render_settings.extraction import Context, Extractor
 from app.services.memory import load_extractor
 
 PHRASES = Path(__file__).resolve().parent.parent / "resources" / "phrases"

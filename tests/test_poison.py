@@ -29,7 +29,7 @@ def _journal(tmp_path: Path) -> list:
 
 
 def test_values_are_checked_against_their_parameter_before_the_ledger_holds_them():
-    from app.core.parameters import ParamSpec, as_candidate, check_value, holdable, same_value
+    from app.core.render_settings.parameters import ParamSpec, as_candidate, check_value, holdable, same_value
 
     spec = ParamSpec("cycles", "max_samples", "Max samples", "optimization", "int", min=1, max=1_000_000)
     assert check_value(spec, 1024) == (1024, "")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.extraction import APPLIED, PROPOSED, REJECTED, Context, Extractor
-from app.core.ledger import UNSET, Entry, Ledger, fold
-from app.core.parameters import Catalogue, parse_number, parse_value, specs_from_dict
+from app.core.render_settings.extraction import APPLIED, PROPOSED, REJECTED, Context, Extractor
+from app.core.render_settings.ledger import UNSET, Entry, Ledger, fold
+from app.core.render_settings.parameters import Catalogue, parse_number, parse_value, specs_from_dict
 from app.services.memory import load_cues
 from tests.support.ledger_session import SESSION, commit_session
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from app.core import brief as plan_
 from app.core.records import parse_ts
-from app.core.scene import read
+from app.core.render_settings.scene import read
 from app.services.settings_ledger import SettingsLedger
 from tests.support.ollama_server import OllamaTestServer
 

@@ -107,7 +107,7 @@ def test_a_reader_answering_100000_deep_json_is_one_sentence(tmp_path):
 
 
 def test_a_reader_that_never_returns_is_ended_with_everything_it_started(tmp_path):
-    from app.core.scene import SceneError
+    from app.core.render_settings.scene import SceneError
     from app.services.blender import read_blend
 
     pids = tmp_path / "pids"

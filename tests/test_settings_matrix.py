@@ -8,7 +8,7 @@ import collections
 
 import pytest
 
-from app.core.extraction import Context
+from app.core.render_settings.extraction import Context
 from app.services.memory import load_extractor
 from tests.support.statement_matrix import ENGINE_WORDS, check, rows, shared_names, shared_with_any
 

@@ -3,8 +3,8 @@ view (the engine moves in front of the name; when, by whom and the value before 
 and a wide window shows every column again. A real Qt widget on a real ledger's rows."""
 from __future__ import annotations
 
-from app.core.ledger import Entry, Ledger
-from app.core.parameters import ANY
+from app.core.render_settings.ledger import Entry, Ledger
+from app.core.render_settings.parameters import ANY
 from app.ui.settings_view import CURRENT_COLUMNS, VALUE_COLUMN, WIDE_ONLY_COLUMNS, SettingsPanel
 
 

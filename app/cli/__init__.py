@@ -132,7 +132,7 @@ def _expected_problems() -> tuple[type[BaseException], ...]:
     first paint."""
     from app.core.commands import CommandError
     from app.core.records import RecordError
-    from app.core.scene import SceneError
+    from app.core.render_settings.scene import SceneError
     from app.llm.errors import OllamaUnavailable
     from app.core.embedding import EmbedderUnavailable
     from app.memory.index import IndexError_

@@ -165,7 +165,7 @@ def memory(args, service) -> int:
         else:
             _print_message(m)
             if stated:
-                from app.core.parameters import format_value
+                from app.core.render_settings.parameters import format_value
 
                 print("  settings: " + "; ".join(f"{e.name or e.parameter} {format_value(e.value, e.unit)} ({e.status})"
                                                   for e in stated))

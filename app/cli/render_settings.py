@@ -48,7 +48,7 @@ def settings(args, memory) -> int:
             args.engine = one_of(args.engine, known, "--engine")
     from app.core.context import when
     from app.core.records import clean_output
-    from app.core.parameters import format_value
+    from app.core.render_settings.parameters import format_value
     from app.services.settings_ledger import SettingsLedger, describe, question, setting_label, value_text
 
     ledger = SettingsLedger(memory)

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 from app.core.records import now_ms
-from app.core.scene import MAX_SETTINGS, Scene, SceneError, difference_line, read
+from app.core.render_settings.scene import MAX_SETTINGS, Scene, SceneError, difference_line, read
 
 EXIT_OK, EXIT_ERROR = 0, 1
 

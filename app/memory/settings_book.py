@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:  # (imported where a message is read: a command that only lists projects never pays for it)
-    from app.core.extraction import Extractor
-    from app.core.mentions import Context, Mention
-from app.core.ledger import UNSET, Current, Entry, Ledger
-from app.core.parameters import ANY, Catalogue, ParamSpec, as_candidate, check_value, format_value
-from app.core.scopes import scope_key
+    from app.core.render_settings.extraction import Extractor
+    from app.core.render_settings.mentions import Context, Mention
+from app.core.render_settings.ledger import UNSET, Current, Entry, Ledger
+from app.core.render_settings.parameters import ANY, Catalogue, ParamSpec, as_candidate, check_value, format_value
+from app.core.render_settings.scopes import scope_key
 from app.core.records import Message
 from app.durable import NotRegularFile, UnsafePath, open_append, open_regular, read_regular, write_all
 
@@ -288,7 +288,7 @@ class SettingsBook:
         return gone
 
     def _from_message(self, m: Message, seq: int, edited_text: str | None = None) -> list[dict]:
-        from app.core.mentions import Context
+        from app.core.render_settings.mentions import Context
 
         ctx = self._contexts.get(m.conversation_id) or Context(engine=self._engine)
         if m.status in ("recall", "failed"):  # quotes of other messages, and no-replies, state nothing new
@@ -318,7 +318,7 @@ class SettingsBook:
     def _artist(self, op: str, d: dict, seq: int) -> list[dict]:
         if op == OP_SETTING_ADD:
             value = d.get("value")
-            from app.core.mentions import Mention
+            from app.core.render_settings.mentions import Mention
 
             m = Mention(engine=str(d.get("engine") or ANY), parameter=str(d["parameter"]),
                         value=tuple(value) if isinstance(value, list) else value, unit=str(d.get("unit") or ""),
@@ -373,7 +373,7 @@ class SettingsBook:
                 "applied": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.applied]}  # (with scope, sure)
 
     def _context_from_json(self, d: dict) -> Context:
-        from app.core.mentions import Context, Mention
+        from app.core.render_settings.mentions import Context, Mention
 
         specs = self.catalogue.specs
 

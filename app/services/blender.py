@@ -5,7 +5,7 @@ Blender is heavy (~0.8 GB, its own numpy), so Kelvin never imports ``bpy``: it r
 ``bpy`` — the ``blender_python`` setting, else this Python if it has one, else ``~/.kelvin-blender``
 (where the install steps put it), else a ``blender`` executable on the PATH — and reads the JSON it
 writes. Every failure is one plain sentence
-(:class:`app.core.scene.SceneError`); nothing is written to the ledger before the whole scene is read.
+(:class:`app.core.render_settings.scene.SceneError`); nothing is written to the ledger before the whole scene is read.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from app.core.scene import SceneError
+from app.core.render_settings.scene import SceneError
 from app.durable import read_regular
 
 READ_TIMEOUT_S = 180  # a huge production file takes a while to open

@@ -28,7 +28,7 @@ from app.core import brief as plan_
 from app.core.commands import Mode
 from app.core.dates import as_read, long_day
 from app.core.dates import written as written_on
-from app.core.parameters import format_value
+from app.core.render_settings.parameters import format_value
 from app.core.records import Message, RecordError, now_ms
 from app.durable import append_durably, read_regular, write_atomically
 from app.llm.errors import ModelServerUnavailable

@@ -42,8 +42,8 @@ from app.core.records import (
     new_id,
     now_ms,
 )
-from app.core.parameters import Catalogue, specs_from_dict
-from app.core.status_model import StatusModel
+from app.core.render_settings.parameters import Catalogue, specs_from_dict
+from app.core.render_settings.status_model import StatusModel
 from app.core.tagging import RuleTagger, Tagger, Taxonomy, merge
 from app.durable import read_regular
 from app.memory import completeness
@@ -68,8 +68,8 @@ from app.services.importer import ImportItem
 from app.config import Config, config_dir
 
 if TYPE_CHECKING:
-    from app.core.cues import Cues
-    from app.core.extraction import Extractor
+    from app.core.render_settings.cues import Cues
+    from app.core.render_settings.extraction import Extractor
 
 log = logging.getLogger("kelvin.memory")
 STATUS_MODEL = "status_model.json"  # the status model bench/train_status.py writes (issue 30)
@@ -128,14 +128,14 @@ def load_catalogue(data: dict | None = None) -> Catalogue:
 
 
 def load_extractor(data: dict | None = None, catalogue: Catalogue | None = None) -> "Extractor":
-    from app.core.extraction import Extractor  # (0.1 s of patterns: only where messages are read)
+    from app.core.render_settings.extraction import Extractor  # (0.1 s of patterns: only where messages are read)
 
     return Extractor(catalogue or load_catalogue(data), load_cues(), load_status_model())
 
 
 def load_cues() -> "Cues":
     """The extractor's phrase book, read once from ``resources/phrases/*.toml`` (issue 35)."""
-    from app.core.cues import FILES, Cues
+    from app.core.render_settings.cues import FILES, Cues
 
     return Cues.from_files({name: tomllib.loads(resources.read_text(f"phrases/{name}.toml")) for name in FILES})
 

@@ -1,6 +1,6 @@
 """The optional model pass: an extraction model (``extract_model``) reads each message of a finished
 turn for render settings the rules missed; what it says is checked strictly against the taxonomy
-(app.core.model_extraction) and only what is new is journaled, marked as found by the model.
+(app.core.render_settings.model_extraction) and only what is new is journaled, marked as found by the model.
 
 Runs as a job of the conversation's ``kelvin-after-turn`` pool (app.services.conversation), after the
 overflow summaries, one message at a time under the conversation lock; ``stop`` (a new question, a
@@ -12,7 +12,7 @@ import logging
 import threading
 
 from app.core.commands import Mode
-from app.core.model_extraction import SCHEMA, check, prompt
+from app.core.render_settings.model_extraction import SCHEMA, check, prompt
 from app.core.records import Message
 from app.llm.errors import ModelServerUnavailable
 from app.memory.settings_book import OP_SETTING_ADD

@@ -11,11 +11,11 @@ import re
 from dataclasses import replace
 
 from app.core.context import when
-from app.core.ledger import Current, Entry
-from app.core.parameters import ANY, ParamSpec, check_value, format_value, parse_value, tokens
+from app.core.render_settings.ledger import Current, Entry
+from app.core.render_settings.parameters import ANY, ParamSpec, check_value, format_value, parse_value, tokens
 from app.core.records import RecordError, check_name, now_ms
-from app.core.scopes import scope_key
-from app.core.scene import Difference, Scene, SceneValue, difference_line, differences
+from app.core.render_settings.scopes import scope_key
+from app.core.render_settings.scene import Difference, Scene, SceneValue, difference_line, differences
 from app.memory.settings_book import (OP_SETTING_RETRACT, OP_SETTING_SCENE, OP_SETTING_SET, OP_SETTING_UNSET,
                                       SettingsBook)
 from app.services.memory import MemoryService

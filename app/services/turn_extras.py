@@ -5,15 +5,15 @@ as the turn's notes in the journal (app.memory.turn_notes). Qt-free; runs on the
 A turn's chips are noted once they are read (the ledger's entries as they were: a value turned down
 later leaves the ledger but not the turn); a turn with no note (one asked from the command line)
 takes its chips from the ledger's mentions of its messages. Every chip's status is worked out
-against the ledger as it is now (app.core.chips), so an older answer's "in use" retires when a newer
+against the ledger as it is now (app.core.render_settings.chips), so an older answer's "in use" retires when a newer
 value comes in.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.core.chips import Chip, one_per_value, prose
-from app.core.ledger import Current, Entry
+from app.core.render_settings.chips import Chip, one_per_value, prose
+from app.core.render_settings.ledger import Current, Entry
 from app.core.records import Message, now_ms
 from app.memory.turn_notes import OP_CHIP_ANSWER, OP_TURN_CHIPS, TurnNote
 

@@ -3,7 +3,7 @@
 USD's Python module is ~200 MB and brings its own libraries, so Kelvin never imports ``pxr``: it runs
 the reader (``app/usd/usd_reader.py``) with a Python that has it — the ``usd_python`` setting, else
 this Python if it has ``pxr`` — and reads the JSON it writes. Every failure is one plain sentence
-(:class:`app.core.scene.SceneError`); nothing is written to the ledger before the whole scene is read.
+(:class:`app.core.render_settings.scene.SceneError`); nothing is written to the ledger before the whole scene is read.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from app.core.scene import SceneError
+from app.core.render_settings.scene import SceneError
 
 SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
 READ_TIMEOUT_S = 120

@@ -23,10 +23,10 @@ from PySide6.QtGui import (QCursor, QFont, QFontMetrics, QGuiApplication, QKeyEv
 from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QMenu, QPlainTextEdit, QPushButton, QTextBrowser, QToolButton,
                                QVBoxLayout, QWidget)
 
-from app.core.answer_tables import find_tables, stacked
-from app.core.chips import ALREADY, IN_USE, SUGGESTED, Chip
+from app.core.render_settings.answer_tables import find_tables, stacked
+from app.core.render_settings.chips import ALREADY, IN_USE, SUGGESTED, Chip
 from app.core.dates import as_read, day_as_read
-from app.core.parameters import format_value
+from app.core.render_settings.parameters import format_value
 from app.ui.markdown import ZWSP, plain, render, soft_breaks, stripped
 from app.ui.words import plain_words, reply_end
 
@@ -486,7 +486,7 @@ class ChatView(QWidget):
         self._render(self._index(entry))
 
     def show_chips(self, entry: _Entry, chips: list[Chip], noted: bool = True) -> None:
-        """The settings a turn stated, under its answer (app.core.chips: one chip per setting and
+        """The settings a turn stated, under its answer (app.core.render_settings.chips: one chip per setting and
         value, each saying what it is now)."""
         if entry in self.entries:
             entry.chips, entry.chips_noted = chips, noted

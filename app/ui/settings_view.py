@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QS
                                QWidget)
 
 from app.core.dates import as_read
-from app.core.parameters import format_value
+from app.core.render_settings.parameters import format_value
 from app.services.settings_ledger import question
 from app.ui.markdown import stripped
 
@@ -49,7 +49,7 @@ class CurrentModel(QAbstractTableModel):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.rows: list = []  # app.core.ledger.Current
+        self.rows: list = []  # app.core.render_settings.ledger.Current
         self.narrow = False  # a narrow window: the engine goes in front of the setting's name
 
     def set_narrow(self, narrow: bool) -> None:
@@ -133,7 +133,7 @@ class HistoryModel(QAbstractTableModel):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.entries: list = []  # app.core.ledger.Entry
+        self.entries: list = []  # app.core.render_settings.ledger.Entry
         self.sources: dict[str, str] = {}  # message id → its text
 
     def set_entries(self, entries: list, sources: dict[str, str]) -> None:

@@ -22,7 +22,7 @@ DAY = [
 
 def main(out: Path, size: tuple[int, int] = (620, 860), suffix: str = "", blend: str = "") -> int:
     from app.core.records import parse_ts
-    from app.core.scene import read
+    from app.core.render_settings.scene import read
     from app.services.memory import MemoryService
     from app.services.settings_ledger import SettingsLedger
     from app.config import load

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.core.extraction import Context, Extractor
-from app.core.parameters import ANY, ParamSpec
+from app.core.render_settings.extraction import Context, Extractor
+from app.core.render_settings.parameters import ANY, ParamSpec
 
 ENGINE_WORDS = {"octane": "Octane", "redshift": "Redshift", "arnold": "Arnold", "cycles": "Cycles", "vray": "V-Ray",
                 "karma": "Karma", "corona": "Corona"}

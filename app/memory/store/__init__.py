@@ -67,8 +67,8 @@ from app.memory.team_file import TeamFile
 from app.memory.turn_notes import TurnNotes
 
 if TYPE_CHECKING:
-    from app.core.extraction import Extractor
-    from app.core.parameters import Catalogue
+    from app.core.render_settings.extraction import Extractor
+    from app.core.render_settings.parameters import Catalogue
 
 __all__ = [
     "CONTEXT_ENGINE", "LOCK_WAIT_S", "OPS", "OP_DAY_ROLLOVER", "OP_MEMORY_ADD", "OP_MEMORY_DELETE", "OP_MESSAGE_ADD",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from app.core.ledger import UNSET
+from app.core.render_settings.ledger import UNSET
 from app.memory.settings_book import OP_SETTING_SCENE, OP_SETTING_SET, OP_SETTING_UNSET
 from app.memory.store.events import OP_MEMORY_ADD, OP_MESSAGE_DELETE, OP_MESSAGE_EDIT, OP_MESSAGE_RESTORE, with_engine
 

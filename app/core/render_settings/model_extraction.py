@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from app.core.mentions import APPLIED, PROPOSED, REJECTED, Mention
-from app.core.parameters import ANY, Catalogue, check_value, parse_value
+from app.core.render_settings.mentions import APPLIED, PROPOSED, REJECTED, Mention
+from app.core.render_settings.parameters import ANY, Catalogue, check_value, parse_value
 
 MAX_ITEMS = 12
 SCHEMA = {

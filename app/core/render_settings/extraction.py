@@ -7,7 +7,7 @@ of one-letter typos), the values said with them ("to 10", "1024 samples", "f/2.8
 order with a :class:`Context` (the engine being talked about, the parameters just discussed,
 the proposals waiting for an answer), so "ok, using 4" and "that didn't help, back to 25" are
 understood. Unknown parameters next to a number in a sentence that names an engine are kept as
-candidates. The words the rules look for are data, in the phrase book (:class:`app.core.cues.Cues`,
+candidates. The words the rules look for are data, in the phrase book (:class:`app.core.render_settings.cues.Cues`,
 read from ``resources/phrases/``). Pure: no I/O.
 """
 from __future__ import annotations
@@ -15,15 +15,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from app.core import parameters as P
-from app.core.answer_tables import compared
-from app.core.cues import Cues
-from app.core.parameters import ANY, Catalogue, ParamSpec, Value
-from app.core.scopes import OBJECT_KEYS, scope_of
-from app.core.status_model import Sentence, StatusModel, locate
-from app.core.status_model import read as read_status
+from app.core.render_settings import parameters as P
+from app.core.render_settings.answer_tables import compared
+from app.core.render_settings.cues import Cues
+from app.core.render_settings.parameters import ANY, Catalogue, ParamSpec, Value
+from app.core.render_settings.scopes import OBJECT_KEYS, scope_of
+from app.core.render_settings.status_model import Sentence, StatusModel, locate
+from app.core.render_settings.status_model import read as read_status
 
-from app.core.mentions import APPLIED, PROPOSED, REJECTED, Context, Mention
+from app.core.render_settings.mentions import APPLIED, PROPOSED, REJECTED, Context, Mention
 STATUSES = (APPLIED, PROPOSED, REJECTED)
 MAX_TEXT = 20_000  # settings come from the head of a huge paste
 
@@ -956,7 +956,7 @@ class Extractor:
             previous.append(last)
             if num is not None:
                 last = i
-        for i, tok in enumerate(toks):
+        for i in range(len(toks)):
             if i in used:
                 continue
             num = parsed[i]

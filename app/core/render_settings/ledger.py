@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from app.core.mentions import APPLIED, PROPOSED, REJECTED
-from app.core.parameters import ANY, Value, format_value, same_value
+from app.core.render_settings.mentions import APPLIED, PROPOSED, REJECTED
+from app.core.render_settings.parameters import ANY, Value, format_value, same_value
 
 UNSET = "unset"
 ENTRY_STATUSES = (APPLIED, PROPOSED, REJECTED, UNSET)

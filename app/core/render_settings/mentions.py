@@ -1,12 +1,12 @@
 """What the settings rules read from a message (a ``Mention``: a setting, its value, what was said of
 it) and what a conversation carries from one message to the next (a ``Context``). Apart from the
-rules themselves (``app.core.extraction``), so that reading the ledger — ``kelvin settings list``,
+rules themselves (``app.core.render_settings.extraction``), so that reading the ledger — ``kelvin settings list``,
 the window's Settings tab — never loads the rules' patterns."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.core.parameters import ParamSpec, Value
+from app.core.render_settings.parameters import ParamSpec, Value
 
 APPLIED, PROPOSED, REJECTED = "applied", "proposed", "rejected"
 

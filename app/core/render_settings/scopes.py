@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from app.core import parameters as P
-from app.core.parameters import ParamSpec
+from app.core.render_settings import parameters as P
+from app.core.render_settings.parameters import ParamSpec
 
 _ARTICLES = {"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "those", "these"}
 _GENERIC_TAIL = {"light", "lights", "lamp", "lamps", "camera", "cam", "cams", "cameras", "layer", "output", "frames",

@@ -1,6 +1,6 @@
 """Which status a setting said in a message has, read by a small learned model (issue 30). Pure.
 
-The rules (``app.core.extraction``) find the (parameter, value) pairs a message states; this module
+The rules (``app.core.render_settings.extraction``) find the (parameter, value) pairs a message states; this module
 decides what each pair is — **applied**, **proposed**, **rejected**, or **none** (not a setting the
 message states) — from the words that govern the value: the tokens left and right of it (by distance),
 the classes of those words (a negation, "keep", "back to", "instead", a question, a complaint or
@@ -22,10 +22,10 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from app.core import parameters as P
+from app.core.render_settings import parameters as P
 
 if TYPE_CHECKING:  # (extraction imports this module)
-    from app.core.mentions import Context, Mention
+    from app.core.render_settings.mentions import Context, Mention
 
 NONE = "none"
 CLASSES = ("applied", "proposed", "rejected", NONE)

@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.core.parameters import format_value, same_value
+from app.core.render_settings.parameters import format_value, same_value
 
-APPLIED, PROPOSED, REJECTED = "applied", "proposed", "rejected"  # app.core.extraction's (not imported: the window's first paint)
+APPLIED, PROPOSED, REJECTED = "applied", "proposed", "rejected"  # app.core.render_settings.extraction's (not imported: the window's first paint)
 
 IN_USE, REPLACED, ELSEWHERE, SUGGESTED, ALREADY, TURNED_DOWN, NOT_IN_USE, TO_CONFIRM = (
     "in_use", "replaced", "elsewhere", "suggested", "already", "turned_down", "not_in_use", "to_confirm")
@@ -36,7 +36,7 @@ ENGINE_NAMES = {"vray": "V-Ray"}
 class Chip:
     """A setting and value a turn stated, under its answer: what it is now and what the artist did."""
 
-    entry: object  # app.core.ledger.Entry
+    entry: object  # app.core.render_settings.ledger.Entry
     message_id: str = ""  # the answer it is shown under
     project: str = ""
     engines: tuple[str, ...] = ()  # the engines the turn is about (its message's, else the project's)
@@ -58,7 +58,7 @@ class Chip:
         return not self.answer and self.status in ANSWERABLE
 
     def restate(self, current) -> bool:
-        """Its status against ``current`` (app.core.ledger.Current for its setting — the decided value,
+        """Its status against ``current`` (app.core.render_settings.ledger.Current for its setting — the decided value,
         any value to confirm — or the entry in force, or None); whether it changed."""
         key = status_of(self.entry, current, self.engines)
         said = words(key, getattr(current, "decision", current))
@@ -69,7 +69,7 @@ class Chip:
 
 
 def status_of(entry, current, engines: tuple[str, ...] = ()) -> str:
-    """The chip's status for ``entry`` (app.core.ledger.Entry), given ``current`` — the setting as the
+    """The chip's status for ``entry`` (app.core.render_settings.ledger.Entry), given ``current`` — the setting as the
     ledger holds it (a Current: its decision, and the readings to confirm), or the entry in force, or
     None — and the ``engines`` the turn is about (empty: any). A reading the ledger is unsure of asks
     (issue 30): "to confirm", with the question."""

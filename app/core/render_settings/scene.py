@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from app.core.ledger import APPLIED, Current, Entry, fold
-from app.core.parameters import (ANY, Catalogue, ParamSpec, Value, as_candidate, check_value, format_value,
+from app.core.render_settings.ledger import APPLIED, Current, Entry, fold
+from app.core.render_settings.parameters import (ANY, Catalogue, ParamSpec, Value, as_candidate, check_value, format_value,
                                   parse_value, same_value)
-from app.core.scopes import SCENE_CAMERA_KEYS, scope_key
+from app.core.render_settings.scopes import SCENE_CAMERA_KEYS, scope_key
 
 FORMAT = "kelvin-scene"
 VERSION = 1

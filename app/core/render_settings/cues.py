@@ -6,7 +6,7 @@ what is there now; ``switches``: on and off; ``turned_down``: complaints about a
 ``not_values``: numbers that are not settings; ``things``: lights, cameras, engines named in
 passing; ``answers``: which proposal an answer takes). Each table there has a ``job`` (what its words
 do) and its ``words``. The services read the files once and hand their tables here
-(:meth:`Cues.from_files`); the rules in ``app.core.extraction`` only ask the book.
+(:meth:`Cues.from_files`); the rules in ``app.core.render_settings.extraction`` only ask the book.
 
 A list of single words is a set here; phrases keep the file's order where the first match decides
 (``it_on_off_verbs``, the headings' words).
