@@ -25,6 +25,10 @@ class ServerChooser(QWidget):
         for key, text in KINDS:
             self.kind.addItem(text, key)
         self.kind.setToolTip("The program that runs Kelvin's model on this computer (or on a studio server)")
+        # the kinds' names are long ("OpenAI-compatible (LM Studio, llama.cpp, …)"): in a 400 px window the
+        # closed box shows their start and the open list shows them whole, instead of pushing the row wider
+        self.kind.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.kind.setMinimumContentsLength(12)
         self.address = QLineEdit(objectName="serverAddress")
         self.use = QPushButton("Use", objectName="serverUse", clicked=self._use)
         self.use.setToolTip("Keep this choice (also for the next start) and talk to it from now on")
