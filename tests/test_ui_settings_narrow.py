@@ -3,6 +3,8 @@ view (the engine moves in front of the name; when, by whom and the value before 
 and a wide window shows every column again. A real Qt widget on a real ledger's rows."""
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
+
 from app.core.render_settings.ledger import Entry, Ledger
 from app.core.render_settings.parameters import ANY
 from app.ui.settings_view import CURRENT_COLUMNS, VALUE_COLUMN, WIDE_ONLY_COLUMNS, SettingsPanel
@@ -20,6 +22,8 @@ def _rows():
                      name="Light temperature", order=3, **said))
     ledger.add(Entry(id="4.0", engine=ANY, parameter="view_transform", value="aces", unit="", name="View transform",
                      order=4, **said))
+    ledger.add(Entry(id="5.0", engine="redshift", parameter="max_secondary_ray_intensity", value=7, unit="", scope="hero",
+                     name="Max secondary ray intensity", order=5, **said))  # a long name: elided, never pushing values out
     return ledger.currents(candidates=True)
 
 
@@ -47,6 +51,9 @@ def test_a_narrow_window_keeps_the_decision_and_the_file_in_view(qtbot):
         right = panel.table.columnViewportPosition(col) + panel.table.columnWidth(col)
         assert right <= view, (CURRENT_COLUMNS[col], right, view)
     assert "512 ≠" in _shown(panel, 3)
+    long = _shown(panel, 1).index("Redshift Max secondary ray intensity (hero)")
+    assert panel.current.index(long, 1).data(Qt.ItemDataRole.ToolTipRole).startswith(
+        "Redshift Max secondary ray intensity (hero)\n")  # whole in its tooltip
 
     panel.resize(1200, 500)
     qtbot.waitUntil(lambda: not panel.table.isColumnHidden(0), timeout=5_000)

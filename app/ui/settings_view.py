@@ -95,7 +95,8 @@ class CurrentModel(QAbstractTableModel):
             if index.column() == 3 and held is not None:
                 return f"Read from {held.note or 'a scene'} ({when(held.ts_ms)})" + (
                     " — not what was decided" if c.differs else "")
-            tip = f"changed {c.changed} time(s)" + (" · a candidate, not in the taxonomy" if e.candidate else "")
+            name = f"{self.data(index)}\n" if index.column() == 1 else ""  # whole, where a narrow table elides it
+            tip = name + f"changed {c.changed} time(s)" + (" · a candidate, not in the taxonomy" if e.candidate else "")
             return tip + "".join(f"\n{x.author or 'another Kelvin'} set {format_value(x.value, x.unit)} at "
                                  f"{when(x.ts_ms)} without having seen it — double-click the value to choose"
                                  for x in c.conflict)
@@ -248,6 +249,14 @@ class SettingsPanel(QWidget):
             self.current.set_narrow(narrow)
             for col in WIDE_ONLY_COLUMNS:
                 self.table.setColumnHidden(col, narrow)
+            # narrow: the values take what they need and the name the rest (a long one is elided, whole in
+            # its tooltip); wide: every column as wide as its contents, the last one stretched
+            header = self.table.horizontalHeader()
+            header.setStretchLastSection(not narrow)
+            header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch if narrow else QHeaderView.ResizeMode.Interactive)
+            for col in (VALUE_COLUMN, 3):
+                header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents if narrow
+                                            else QHeaderView.ResizeMode.Interactive)
             self.table.resizeColumnsToContents()
 
     def clear(self) -> None:
