@@ -54,6 +54,8 @@ def test_a_narrow_window_keeps_the_decision_and_the_file_in_view(qtbot):
     long = _shown(panel, 1).index("Redshift Max secondary ray intensity (hero)")
     assert panel.current.index(long, 1).data(Qt.ItemDataRole.ToolTipRole).startswith(
         "Redshift Max secondary ray intensity (hero)\n")  # whole in its tooltip
+    # and whole on screen: a long name wraps onto more lines instead of losing the light's name
+    assert panel.table.rowHeight(long) > panel.table.rowHeight(_shown(panel, 1).index("View transform"))
 
     panel.resize(1200, 500)
     qtbot.waitUntil(lambda: not panel.table.isColumnHidden(0), timeout=5_000)

@@ -191,6 +191,8 @@ class SettingsPanel(QWidget):
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.table.verticalHeader().hide()
         self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.setWordWrap(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a word too long for its line keeps both ends
         self.table.setEditTriggers(QTableView.EditTrigger.DoubleClicked | QTableView.EditTrigger.EditKeyPressed)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         for col, width in enumerate((74, 150, 90, 80, 128, 44)):
@@ -257,6 +259,9 @@ class SettingsPanel(QWidget):
             for col in (VALUE_COLUMN, 3):
                 header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents if narrow
                                             else QHeaderView.ResizeMode.Interactive)
+            # a long name wraps onto a second line rather than losing its end (the light's name is there)
+            self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents if narrow
+                                                             else QHeaderView.ResizeMode.Interactive)
             self.table.resizeColumnsToContents()
 
     def clear(self) -> None:
