@@ -60,3 +60,6 @@ def test_a_narrow_window_keeps_the_decision_and_the_file_in_view(qtbot):
     panel.resize(1200, 500)
     qtbot.waitUntil(lambda: not panel.table.isColumnHidden(0), timeout=5_000)
     assert "Brute-force rays" in _shown(panel, 1)
+    last = len(CURRENT_COLUMNS) - 1  # the last column fills the table again, as before it was narrow
+    qtbot.waitUntil(lambda: panel.table.columnViewportPosition(last) + panel.table.columnWidth(last)
+                    == panel.table.viewport().width(), timeout=5_000)

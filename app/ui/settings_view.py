@@ -254,7 +254,7 @@ class SettingsPanel(QWidget):
             # narrow: the values take what they need and the name the rest (a long one is elided, whole in
             # its tooltip); wide: every column as wide as its contents, the last one stretched
             header = self.table.horizontalHeader()
-            header.setStretchLastSection(not narrow)
+            header.setStretchLastSection(False)  # (set again after the columns change: Qt keeps the old last section)
             header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch if narrow else QHeaderView.ResizeMode.Interactive)
             for col in (VALUE_COLUMN, 3):
                 header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents if narrow
@@ -263,6 +263,7 @@ class SettingsPanel(QWidget):
             self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents if narrow
                                                              else QHeaderView.ResizeMode.Interactive)
             self.table.resizeColumnsToContents()
+            header.setStretchLastSection(True)  # the last column shown fills the rest
 
     def clear(self) -> None:
         """Another project: no setting, no history, no title of the one before."""
