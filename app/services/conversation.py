@@ -28,7 +28,7 @@ the brief's thread            the window's ``kelvin-model`` pool, ``kelvin brief
 ``kelvin-model-stream``       one per streamed reply (app.llm.stream): reads the server; touches nothing here
 ``kelvin-writer``             the commit queue's thread (app.services.commit_queue): its commit callbacks
                               append to ``commit_problems`` (``_watch``)
-``kelvin-gpu-sampler``        the VRAM guard (app.services.gpu_guard): ``set_mode`` and ``cancel``
+``kelvin-gpu-action``         the VRAM guard's actions (app.services.gpu_guard): ``set_mode`` and ``cancel``
 the window's UI thread        ``cancel`` (the Stop button); reads ``project``, ``mode``, ``model``
 the window's memory pool      ``greeting`` (a project's first look at its transcript, app.ui.chat_presenter)
 ============================  ===============================================================================
