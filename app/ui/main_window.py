@@ -374,6 +374,7 @@ class MainWindow(QMainWindow):
         self.status.stop()
         self.projects.stop()
         self.watch.stop()
+        self.memory.stop()
         if self.services is not None:
             self.services.conversation.cancel()  # the partial reply is stored as stopped
         self.briefing.cancel()

@@ -381,6 +381,10 @@ class MemoryView(QWidget):
     def refresh(self) -> None:
         self._changed()
 
+    def stop(self) -> None:
+        """The window closes: a search typed (or cleared by a project switch) a moment ago is not run."""
+        self._debounce.stop()
+
     def show_results(self, ids: list[str], known: dict, searched: str) -> None:
         self.model.set_ids(ids, known, searched)
         if searched:
