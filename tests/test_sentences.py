@@ -135,6 +135,30 @@ def test_a_reader_that_never_returns_is_ended_with_everything_it_started(tmp_pat
     assert gone == [True, True]  # the reader, and the process it started
 
 
+def test_a_usd_reader_that_never_returns_is_ended_with_everything_it_started(tmp_path):
+    """The same for USD's reader (Houdini's hython or usd-core): its own process group, ended whole."""
+    from app.core.render_settings.scene import SceneError
+    from app.services.usd import read_usd
+
+    pids = tmp_path / "pids"
+    reader = _fake_reader(tmp_path, "import os, subprocess, sys, time\n"
+                                    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+                                    f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+                                    "time.sleep(300)\n")
+    stage = tmp_path / "shot.usda"
+    stage.write_text("#usda 1.0\n", encoding="utf-8")
+    with pytest.raises(SceneError, match=r"USD took more than 3 s to read shot.usda; it was stopped"):
+        read_usd(stage, setting=str(reader), timeout=3)
+    deadline = time.monotonic() + 10
+    gone = []
+    while time.monotonic() < deadline:
+        gone = [not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid) for pid in pids.read_text().split()]
+        if all(gone):
+            break
+        time.sleep(0.1)
+    assert gone == [True, True]  # the reader, and the process it started
+
+
 def _state(pid: str) -> str:
     try:
         return "zombie" if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z" else "running"

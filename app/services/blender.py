@@ -13,7 +13,6 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,9 +21,9 @@ from pathlib import Path
 
 from app.core.render_settings.scene import SceneError
 from app.durable import read_regular
+from app.services.reader_process import MAX_ANSWER_BYTES, run_reader
 
 READ_TIMEOUT_S = 180  # a huge production file takes a while to open
-MAX_ANSWER_BYTES = 16 * 2**20  # the reader's JSON: a few kB per scene
 INSTALL = ("Blender's Python module is not installed. Install it into its own Python 3.11 (it needs numpy<2, so "
            "keep it apart from Kelvin's): python3.11 -m venv ~/.kelvin-blender && ~/.kelvin-blender/bin/pip install "
            "bpy — then set blender_python = \"~/.kelvin-blender/bin/python\" in kelvin.toml (or "
@@ -60,46 +59,6 @@ def command(setting: str = "") -> list[str]:
     raise SceneError(INSTALL)
 
 
-def _run(argv: list[str], timeout: float) -> tuple[int, str]:
-    """Run the reader in a process group of its own; at ``timeout`` the whole group is ended (SIGTERM,
-    then SIGKILL): a reader that never returns leaves nothing running behind it. Returns the exit
-    status and the tail of what it printed."""
-    group = {"start_new_session": True} if os.name != "nt" else \
-        {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "PYTHONNOUSERSITE": "1"}, **group) as proc:
-        try:
-            said, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _end_group(proc)
-            raise
-        return proc.returncode, said[-4000:].decode("utf-8", "replace")
-
-
-def _end_group(proc: subprocess.Popen) -> None:
-    """End the reader and everything it started: SIGTERM to its group, a moment, then SIGKILL."""
-    if os.name == "nt":
-        proc.kill()
-    else:
-        _signal_group(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        _signal_group(proc.pid, signal.SIGKILL)  # whatever of the group is left
-    try:
-        proc.communicate(timeout=10)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        pass
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass  # gone already
-
-
 def _blender(exe: str) -> list[str]:
     # --disable-autoexec: Python in the file (registered text blocks, scripted drivers, load handlers)
     # never runs, whatever the artist's preferences say (the reader opens with use_scripts=False too)
@@ -123,7 +82,7 @@ def read_blend(path: str | os.PathLike, scene: str = "", setting: str = "", time
         args = [str(p.resolve()), "--out", str(out)] + (["--scene", scene] if scene else [])
         argv = cmd + [reader] + (["--"] if cmd[1:2] == ["--background"] else []) + args
         try:
-            code, said = _run(argv, timeout)
+            code, said = run_reader(argv, timeout)
         except subprocess.TimeoutExpired:
             raise SceneError(f"Blender took more than {timeout:.0f} s to read {p.name}; it was stopped (with what it "
                              "started) and nothing was imported") from None

@@ -18,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 
 from app.core.render_settings.scene import SceneError
+from app.durable import read_regular
+from app.services.reader_process import MAX_ANSWER_BYTES, run_reader
 
 SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
 READ_TIMEOUT_S = 120
@@ -58,18 +60,18 @@ def read_usd(path: str | os.PathLike, scene: str = "", setting: str = "", timeou
         out = Path(tmp) / "scene.json"
         argv = [exe, str(reader_path()), str(p.resolve()), "--out", str(out)] + (["--scene", scene] if scene else [])
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                  env={**os.environ, "PYTHONNOUSERSITE": "1"})
+            code, said = run_reader(argv, timeout)
         except subprocess.TimeoutExpired:
-            raise SceneError(f"USD took more than {timeout:.0f} s to read {p.name}; nothing was imported") from None
+            raise SceneError(f"USD took more than {timeout:.0f} s to read {p.name}; it was stopped (with what it "
+                             "started) and nothing was imported") from None
         except OSError as exc:
             raise SceneError(f"USD's Python could not be started ({exc.strerror or exc}). {INSTALL}") from None
         if not out.exists():
-            tail = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
-            raise SceneError(f"USD stopped without reading {p.name} (exit {done.returncode}: {tail[0][:200]})")
+            tail = said.strip().splitlines()[-1:] or ["no output"]
+            raise SceneError(f"USD stopped without reading {p.name} (exit {code}: {tail[0][:200]})")
         try:
-            data = json.loads(out.read_text(encoding="utf-8"))
-        except ValueError:
+            data = json.loads(read_regular(out, MAX_ANSWER_BYTES).decode("utf-8"))
+        except (ValueError, RecursionError, OSError):  # not JSON, nested past reading, or absurdly large
             raise SceneError(f"USD's answer for {p.name} was not readable; nothing was imported") from None
     if isinstance(data, dict) and data.get("error"):
         if data["error"] == "no-usd":
