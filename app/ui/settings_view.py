@@ -21,6 +21,7 @@ CURRENT_COLUMNS = ("Engine", "Setting", "Decided", "In the file", "Set", "By", "
 VALUE_COLUMN = 2
 WIDE_ONLY_COLUMNS = (0, 4, 5, 6)  # engine, set, by, before: hidden in a narrow window
 NARROW_PX = 640
+RESIZE_ROWS = 200
 TO_CONFIRM = QColor("#e0a040")
 HISTORY_COLUMNS = ("When", "Value", "Status", "By", "Said in")
 _ENGINES = {"": "", "vray": "V-Ray", "octane": "Octane", "redshift": "Redshift", "arnold": "Arnold",
@@ -58,9 +59,13 @@ class CurrentModel(QAbstractTableModel):
             if self.rows:
                 self.dataChanged.emit(self.index(0, 1), self.index(len(self.rows) - 1, 1))
 
+    @staticmethod
+    def ordered(rows: list) -> list:
+        return sorted(rows, key=lambda c: (c.entry.engine, c.entry.name or c.entry.parameter, c.entry.scope))
+
     def set_rows(self, rows: list) -> None:
         self.beginResetModel()
-        self.rows = sorted(rows, key=lambda c: (c.entry.engine, c.entry.name or c.entry.parameter, c.entry.scope))
+        self.rows = self.ordered(rows)
         self.endResetModel()
 
     def rowCount(self, parent=QModelIndex()) -> int:
@@ -195,6 +200,9 @@ class SettingsPanel(QWidget):
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a word too long for its line keeps both ends
         self.table.setEditTriggers(QTableView.EditTrigger.DoubleClicked | QTableView.EditTrigger.EditKeyPressed)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        # fitting the columns measures at most this many rows (a big project holds thousands of settings and
+        # candidates: measuring every row on each refresh held the UI thread ~300 ms, bench/ui_stall.py)
+        self.table.horizontalHeader().setResizeContentsPrecision(RESIZE_ROWS)
         for col, width in enumerate((74, 150, 90, 80, 128, 44)):
             self.table.setColumnWidth(col, width)
         self.table.horizontalHeader().setStretchLastSection(True)
@@ -278,6 +286,8 @@ class SettingsPanel(QWidget):
 
     def show_current(self, rows: list) -> None:
         key = self._key
+        if rows and self.current.ordered(rows) == self.current.rows:
+            return  # the same settings again (each search in the memory browser brings them): nothing to redo
         self.current.set_rows(rows)
         asked = [c for c in rows if c.unsure]
         self.count.setText((f"{len(rows)} settings · double-click a value to correct it"
