@@ -112,43 +112,28 @@ def test_a_reader_answering_100000_deep_json_is_one_sentence(tmp_path):
     assert _one_line(proc) == "kelvin: Blender's answer for forest.blend was not readable; nothing was imported"
 
 
-def test_a_reader_that_never_returns_is_ended_with_everything_it_started(tmp_path):
-    from app.core.render_settings.scene import SceneError
-    from app.services.blender import read_blend
+@pytest.mark.parametrize("reader_of, name, head, said", [
+    ("app.services.blender:read_blend", "forest.blend", b"BLENDER-v400", r"Blender took more than 3 s to read forest.blend"),
+    ("app.services.usd:read_usd", "shot.usda", b"#usda 1.0\n", r"USD took more than 3 s to read shot.usda"),
+], ids=["blender", "usd"])
+def test_a_reader_that_never_returns_is_ended_with_everything_it_started(tmp_path, reader_of, name, head, said):
+    """Blender's reader and USD's (Houdini's hython or usd-core) alike: a process group of their own,
+    ended whole at the timeout."""
+    import importlib
 
+    from app.core.render_settings.scene import SceneError
+
+    module, _, function = reader_of.partition(":")
+    read = getattr(importlib.import_module(module), function)
     pids = tmp_path / "pids"
     reader = _fake_reader(tmp_path, "import os, subprocess, sys, time\n"
                                     "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
                                     f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
                                     "time.sleep(300)\n")
-    blend = tmp_path / "forest.blend"
-    blend.write_bytes(b"BLENDER-v400")
-    with pytest.raises(SceneError, match=r"Blender took more than 3 s to read forest.blend; it was stopped"):
-        read_blend(blend, setting=str(reader), timeout=3)
-    deadline = time.monotonic() + 10
-    gone = []
-    while time.monotonic() < deadline:
-        gone = [not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid) for pid in pids.read_text().split()]
-        if all(gone):
-            break
-        time.sleep(0.1)
-    assert gone == [True, True]  # the reader, and the process it started
-
-
-def test_a_usd_reader_that_never_returns_is_ended_with_everything_it_started(tmp_path):
-    """The same for USD's reader (Houdini's hython or usd-core): its own process group, ended whole."""
-    from app.core.render_settings.scene import SceneError
-    from app.services.usd import read_usd
-
-    pids = tmp_path / "pids"
-    reader = _fake_reader(tmp_path, "import os, subprocess, sys, time\n"
-                                    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
-                                    f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
-                                    "time.sleep(300)\n")
-    stage = tmp_path / "shot.usda"
-    stage.write_text("#usda 1.0\n", encoding="utf-8")
-    with pytest.raises(SceneError, match=r"USD took more than 3 s to read shot.usda; it was stopped"):
-        read_usd(stage, setting=str(reader), timeout=3)
+    scene_file = tmp_path / name
+    scene_file.write_bytes(head)
+    with pytest.raises(SceneError, match=said + "; it was stopped"):
+        read(scene_file, setting=str(reader), timeout=3)
     deadline = time.monotonic() + 10
     gone = []
     while time.monotonic() < deadline:
