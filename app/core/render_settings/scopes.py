@@ -58,6 +58,9 @@ _NOT_A_NAME = {
     "can", "must", "shall", "may", "tho", "though", "btw", "pls", "please", "thanks", "thx", "hmm", "hm",
     "ugh", "oh", "well", "actually", "really", "pretty", "quite", "very", "super", "slightly",
     "delivery", "deliver", "delivering", "spec", "specs", "budget", "farm", "gpu", "vram", "card",
+    # durations and verbs that sit where a name would ("3 min 2560x1440", "hero frames stay 2048x858")
+    "min", "mins", "minute", "minutes", "sec", "secs", "seconds", "hour", "hours", "hrs", "stay", "stays",
+    "stayed", "reverted", "revert", "reverting", "out", "tiny", "sits", "remains", "remain",
 }
 _OBJECT_TAIL = {"light", "lights", "lamp", "lamps", "cam", "camera", "frames", "frame", "shots", "shot", "renders",
                 "render", "stills", "still", "layer", "pass", "output", "version", "versions", "plate", "plates"}
@@ -102,7 +105,7 @@ def object_key(scope: str) -> str:
 
 
 def _nameable(tok: str) -> bool:
-    return tok.isalpha() or bool(_IDENT.match(tok)) or bool(re.fullmatch(r"[a-z]+\d+[a-z]*", tok))
+    return (tok.isalpha() and (len(tok) > 1 or tok in "lr")) or bool(_IDENT.match(tok)) or bool(re.fullmatch(r"[a-z]+\d+[a-z]*", tok))
 
 
 def scope_of(spec: ParamSpec, toks: list[str], at: int, names: list[tuple[int, int]]) -> str:
