@@ -30,6 +30,10 @@ def test_a_doubted_decision_is_asked_about_not_stated():
     assert cur.unsure and cur.doubted and cur.decision.value == 256
     assert cur.question == "Still 256 for brute-force rays?"
     assert cur.to_json()["to_confirm"]["choices"] == [256]
+    from app.services.settings_ledger import describe, value_text
+
+    assert describe(cur).startswith("Redshift Brute-force rays = 256 — to confirm (set ") and "still holds" in describe(cur)
+    assert value_text(cur) == "256 — to confirm"
     led.add(entry(3, 128))  # the artist says it: a new decision, nothing after it
     assert not led.current("redshift", "brute_force_rays").unsure
     assert led.current("redshift", "brute_force_rays").decision.value == 128
