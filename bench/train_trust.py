@@ -107,14 +107,34 @@ def fit(rows: list[tuple[list[str], int]], l2: float = 3e-3, epochs: int = 600, 
     return TrustModel(weights={f: round(float(w[i]), 4) for f, i in vocab.items() if abs(w[i]) >= 1e-3})
 
 
+def choose(runs: list[dict], precision: float, kept: float) -> dict | None:
+    """The threshold, from the held-out readings: the highest recall whose pooled current-value precision
+    reaches ``precision``; else the most precise one that keeps ``kept`` of the recall without a gate."""
+    if not runs:
+        return None
+    def cur(r):
+        return r["pooled"]["current_values"]
+    sure = [r for r in runs if cur(r)["precision"] >= precision]
+    if sure:
+        return {**max(sure, key=lambda r: cur(r)["recall"]), "why": f"the highest recall with precision >= {precision}"}
+    base = next((cur(r)["recall"] for r in runs if r["threshold"] == 0.0), max(cur(r)["recall"] for r in runs))
+    keep = [r for r in runs if cur(r)["recall"] >= kept * base]
+    return {**max(keep, key=lambda r: cur(r)["precision"]),
+            "why": f"no threshold reaches precision {precision}: the most precise keeping {kept:.0%} of the recall"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=se.DATA)
     ap.add_argument("--cache", type=Path, default=Path("/tmp/kelvin-train-cache"))
     ap.add_argument("--cv", action="store_true")
+    ap.add_argument("--scoped", action="store_true", help="learn from sessions labelled with scopes only: in the "
+                    "older sets a value on the wrong light is not wrong (they have no scopes), which teaches the gate "
+                    "that an unscoped value beside scoped ones is fine")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--precision", type=float, default=0.97)
-    ap.add_argument("--recall", type=float, default=0.80, help="without the precision: the most precise keeping this recall")
+    ap.add_argument("--kept", type=float, default=0.9, help="without the precision: the most precise threshold that "
+                    "keeps this share of the recall without a gate")
     ap.add_argument("--thresholds", type=float, nargs="*", default=[0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9])
     args = ap.parse_args()
     extractor = se.load_extractor(se.load_taxonomy())
@@ -123,6 +143,9 @@ def main() -> None:
     sessions, finals = se.load(args.data)
     sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in ts.EXCLUDED}
     folds = status_folds(extractor, sessions, args.cache)
+    if args.scoped:  # the gate learns from (and is scored on) sessions labelled with scopes only
+        sessions = {k: v for k, v in sessions.items() if file_is_scoped(v, finals.get(k, []))}
+        folds = {g: w for g, w in folds.items() if any(ts.group_of(k) == g for k in sessions)}
     rows: dict[str, list] = {}
     for g, weights in folds.items():
         extractor.status_model = StatusModel.from_json({"weights": weights, "sure": sure, "doubt": doubt})
@@ -145,8 +168,7 @@ def main() -> None:
             print(f"threshold {th}: {by_threshold[str(th)]['pooled']['current_values']}", file=sys.stderr)
         doc["cv"] = by_threshold
     if args.write:
-        runs = list(doc.get("cv", {}).values())
-        best = ts.choose([{**r, "sure": r["threshold"], "doubt": 0} for r in runs], args.precision, args.recall) if runs else None
+        best = choose(list(doc.get("cv", {}).values()), args.precision, args.kept)
         threshold = best["threshold"] if best else 0.5
         model = fit([r for rs in rows.values() for r in rs])
         OUT.write_text(json.dumps({"about": "whether a decided value may be stated (issue 30): bench/train_trust.py "
