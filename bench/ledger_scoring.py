@@ -11,7 +11,10 @@ element, enum keys and text lower-cased).
 ``_``, ``-`` and runs of spaces are one space; a leading article or possessive goes ("the", "a",
 "an", "my", "our", "your", "his", "her", "their", and a trailing "'s" on any word); then one generic
 trailing word goes (light, lights, lamp, lamps, camera, cam, cams, cameras, layer, output, frames,
-frame, shots, shot, renders, render) when something is left before it. So "key light", "Key" and
+frame, shots, shot, renders, render, stills, still, cut, cuts, version, versions) when something is left
+before it, and the last word is made singular ("heroes" → "hero", "strips" → "strip"; words in -ss, -us,
+-is stay); a sun's angle scoped "sun" is the same fact as one with no scope (the parameter names the
+sun). These fold names only — two labellers' words for one object — never a different object. So "key light", "Key" and
 "the key's" are one name, "CAM_hero" is "cam hero", "hero frames" is "hero", "the glass layer" is
 "glass"; "cam" alone stays "cam". A file whose labels carry no ``scope`` anywhere was written before
 scopes existed (every set up to ``n``): there scope is not compared at all, so a scope the ledger
@@ -33,7 +36,17 @@ from app.core.render_settings.parameters import same_value
 
 _ARTICLES = {"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that"}
 _GENERIC_TAIL = {"light", "lights", "lamp", "lamps", "camera", "cam", "cams", "cameras", "layer", "output", "frames",
-                 "frame", "shots", "shot", "renders", "render"}
+                 "frame", "shots", "shot", "renders", "render", "stills", "still", "cut", "cuts", "version", "versions"}
+_OWN_OBJECT = {"sun_elevation": "sun", "sun_azimuth": "sun"}  # the parameter names its object already
+
+
+def _singular(word: str) -> str:
+    """"heroes" → "hero", "strips" → "strip" ("glass", "chassis", "gas" stay)."""
+    if word.endswith("oes") and len(word) > 4:
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
+    return word
 
 
 def scope_name(scope) -> str:
@@ -46,7 +59,15 @@ def scope_name(scope) -> str:
         words = words[1:]
     if len(words) > 1 and words[-1] in _GENERIC_TAIL:
         words = words[:-1]
+    if words:
+        words[-1] = _singular(words[-1])
     return " ".join(words)
+
+
+def scope_of(parameter: str, scope) -> str:
+    """:func:`scope_name`, and "sun elevation 35" scoped "sun" is the sun's elevation either way."""
+    name = scope_name(scope)
+    return "" if name and _OWN_OBJECT.get(parameter) == name else name
 
 
 def norm_value(v):
@@ -59,8 +80,9 @@ def norm_value(v):
 
 def mention_key(m: dict, with_status: bool = True, with_scope: bool = True) -> tuple:
     """(engine, parameter, value, status, scope) of a labelled or extracted mention."""
+    scope = scope_of(m["parameter"], m.get("scope")) if with_scope else ""
     return (m.get("engine") or "", m["parameter"], norm_value(m.get("value")),
-            m["status"] if with_status else "", scope_name(m.get("scope")) if with_scope else "")
+            m["status"] if with_status else "", scope)
 
 
 def _same(a, b) -> bool:

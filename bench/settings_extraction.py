@@ -42,11 +42,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import common as c  # noqa: E402
-from ledger_scoring import SessionScore, file_is_scoped, matches, mention_key, norm_value, scope_name, score  # noqa: E402
+from ledger_scoring import SessionScore, file_is_scoped, matches, mention_key, norm_value, scope_of, score  # noqa: E402
 
 from app.core.render_settings.extraction import Context  # noqa: E402
 from app.core.render_settings.ledger import Entry, Ledger  # noqa: E402
-from app.services.memory import load_extractor, load_tagger, load_taxonomy  # noqa: E402
+from app.services.memory import load_extractor, load_tagger, load_taxonomy, load_trust  # noqa: E402
 
 DATA = ROOT / "bench" / "data"  # every settings_labelled*.jsonl in it
 
@@ -116,7 +116,7 @@ class ModelPass:
         self.backend.close()
 
 
-def run(extractor, sessions, finals, model_pass: ModelPass | None = None, read_status=None):
+def run(extractor, sessions, finals, model_pass: ModelPass | None = None, read_status=None, trust=None):
     """Every session through the extractor and the ledger, in order. ``read_status`` (the status
     model under cross-validation, ``train_status.py``) replaces how the statuses are read."""
     total, per_engine, errors = SessionScore(), {}, []
@@ -127,7 +127,7 @@ def run(extractor, sessions, finals, model_pass: ModelPass | None = None, read_s
         mine = per_file.setdefault(name, SessionScore())
         scoped = file_is_scoped(rows, finals.get(sid, []))
         ctx = Context()
-        ledger = Ledger()
+        ledger = Ledger(trust)
         labels: list[tuple] = []
         for i, row in enumerate(rows):
             got, ctx = extractor.extract(row["text"], row["role"], ctx)
@@ -156,7 +156,7 @@ def run(extractor, sessions, finals, model_pass: ModelPass | None = None, read_s
         asserted = [cur for cur in currents  # (a value to confirm, or only in a file, is not asserted)
                     if not getattr(cur, "unsure", False) and getattr(cur, "decision", True) is not None]
         have = [(cur.entry.engine, cur.entry.parameter, norm_value(cur.entry.value), "",
-                 scope_name(getattr(cur.entry, "scope", "")) if scoped else "") for cur in asserted]
+                 scope_of(cur.entry.parameter, getattr(cur.entry, "scope", "")) if scoped else "") for cur in asserted]
         unsure = sum(bool(getattr(cur, "unsure", False)) for cur in currents)
         want = [mention_key({**f, "status": ""}, with_scope=scoped) for f in finals.get(sid, [])]
         for acc in (total, mine):
@@ -219,6 +219,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--rules-only", action="store_true", help="statuses by the rules alone (no status model)")
+    ap.add_argument("--no-trust", action="store_true", help="every decided value stated (no trust model)")
     ap.add_argument("--without", default="", help="labelled sets to leave out, by name: o,p,q")
     ap.add_argument("--reps", type=int, default=20, help="timing passes over every message (0: quality only)")
     ap.add_argument("--model", default="", help="also run the optional model pass with this Ollama model")
@@ -236,7 +237,8 @@ def main() -> None:
     rows = [r for rs in sessions.values() for r in rs]
     model_pass = ModelPass(args.host, args.model, args.cpu) if args.model else None
     try:
-        quality, errors, by_file = run(extractor, sessions, finals, model_pass)
+        trust = None if args.rules_only or args.no_trust else load_trust()
+        quality, errors, by_file = run(extractor, sessions, finals, model_pass, trust=trust)
     finally:
         if model_pass is not None:
             model_pass.close()
@@ -251,6 +253,7 @@ def main() -> None:
         "status_model": None if extractor.status_model is None else {
             "sure": extractor.status_model.sure, "doubt": extractor.status_model.doubt,
             "features": len(extractor.status_model.weights)},
+        "trust_model": None if trust is None else {"threshold": trust.threshold, "features": len(trust.weights)},
         "quality": quality,
         "model_pass": model_pass.stats if model_pass else None,
         "by_file": by_file,

@@ -100,7 +100,13 @@ def test_scope_names_match_without_articles_possessives_or_a_generic_last_word()
     assert scope_name("CAM_hero") == scope_name("cam hero") == "cam hero"
     assert scope_name("the hero frames") == "hero" and scope_name("The glass layer") == "glass"
     assert scope_name("cam") == "cam" and scope_name(None) == scope_name("") == ""
-    assert scope_name("ceiling pendants") == "ceiling pendants"
+    # two labellers' words for one object: a plural, "stills"/"cut"; the sun's own angles need no scope
+    assert scope_name("ceiling pendants") == scope_name("ceiling pendant") == "ceiling pendant"
+    assert scope_name("heroes") == scope_name("hero stills") == "hero" and scope_name("glass") == "glass"
+    assert scope_name("left strip") != scope_name("right strip")
+    from ledger_scoring import scope_of
+
+    assert scope_of("sun_elevation", "sun") == "" and scope_of("light_intensity", "sun") == "sun"
 
 
 def test_a_proposal_the_ledger_shows_as_current_is_counted_as_floated():

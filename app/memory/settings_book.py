@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 if TYPE_CHECKING:  # (imported where a message is read: a command that only lists projects never pays for it)
     from app.core.render_settings.extraction import Extractor
     from app.core.render_settings.mentions import Context, Mention
+    from app.core.render_settings.trust import TrustModel
 from app.core.render_settings.ledger import UNSET, Current, Entry, Ledger
 from app.core.render_settings.parameters import ANY, Catalogue, ParamSpec, as_candidate, check_value, format_value
 from app.core.render_settings.scopes import scope_key
@@ -50,8 +51,9 @@ SETTINGS_STATE = "settings.state.json"  # how far the ledger has read (another p
 
 class SettingsBook:
     def __init__(self, folder: Path, extractor: Extractor | Callable[[], Extractor], project: str,
-                 catalogue: Catalogue | None = None):
+                 catalogue: Catalogue | None = None, trust: TrustModel | None = None):
         self.folder = folder
+        self._trust = trust  # whether a decided value may be stated (None: every one is)
         self.project_name = project
         # the rules, or a function that builds them the first time a message is read (loading the
         # ledger needs only the catalogue: ``kelvin settings list`` never builds the rules' patterns)
@@ -61,7 +63,7 @@ class SettingsBook:
         self._state_path = folder / SETTINGS_STATE
         self._md_path = folder / "settings.md"
         self._lock = threading.RLock()
-        self.ledger = Ledger()
+        self.ledger = Ledger(self._trust)
         self.seq = 0
         self._lines = 0  # lines in settings.jsonl (so a lost file is noticed)
         self._read_to: tuple[int, int] = (0, 0)  # settings.jsonl's inode and the bytes of it read so far
@@ -152,7 +154,7 @@ class SettingsBook:
                 ino = 0  # no setting found yet (or a rebuild elsewhere just began)
             known_ino, start = self._read_to
             if ino != known_ino:  # another file than the one read (rebuilt elsewhere): read it whole
-                self.ledger, start, self._read_to = Ledger(), 0, (0, 0)
+                self.ledger, start, self._read_to = Ledger(self._trust), 0, (0, 0)
             try:
                 if ino:
                     self._read_log(start)
@@ -165,7 +167,7 @@ class SettingsBook:
                 log.warning("%s could not be read again; it is read at the next catch-up", self._log_path)
 
     def _reset(self) -> None:
-        self.ledger, self.seq, self._contexts, self._engine, self._lines = Ledger(), 0, {}, "", 0
+        self.ledger, self.seq, self._contexts, self._engine, self._lines = Ledger(self._trust), 0, {}, "", 0
         self._read_to, self._undo, self._before = (0, 0), None, ({}, "")
         for p in (self._log_path, self._state_path):
             try:
@@ -310,7 +312,8 @@ class SettingsBook:
     def _entry(m: Mention, eid: str, ts_ms: int, source_id: str, seq: int, by: str) -> Entry:
         return Entry(id=eid, engine=m.engine, parameter=m.parameter, value=m.value, unit=m.unit, status=m.status,
                      ts_ms=ts_ms, source_id=source_id, domain=m.domain, name=m.name, by=by,
-                     candidate=m.candidate, order=seq, scope=m.scope, sure=m.sure)
+                     candidate=m.candidate, order=seq, scope=m.scope, sure=m.sure, confidence=m.confidence,
+                     confirmed=m.confirmed, restore=m.restore, before=m.before)
 
     def _retract(self, source_id: str) -> list[dict]:
         return [{"op": "retract", "source_id": source_id}] if self._take(source_id=source_id) else []
@@ -370,7 +373,8 @@ class SettingsBook:
     def _context_json(c: Context) -> dict:
         return {"engine": c.engine, "last": [[s.engine, s.key] for s in c.last],
                 "proposals": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.proposals],
-                "applied": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.applied]}  # (with scope, sure)
+                "applied": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.applied],  # (with scope, sure)
+                "objects": list(c.objects)}
 
     def _context_from_json(self, d: dict) -> Context:
         from app.core.render_settings.mentions import Context, Mention
@@ -387,7 +391,8 @@ class SettingsBook:
         last: list[ParamSpec] = [specs[(e, k)] for e, k in d.get("last", []) if (e, k) in specs]
         return Context(engine=str(d.get("engine", "")), last=tuple(last),
                        proposals=tuple(mention(j) for j in d.get("proposals", [])),
-                       applied=tuple(mention(j) for j in d.get("applied", [])))
+                       applied=tuple(mention(j) for j in d.get("applied", [])),
+                       objects=tuple(str(o)[:60] for o in (d.get("objects") or [])[-16:] if isinstance(o, str) and o))
 
     # ---- reading ------------------------------------------------------------------------------------
     @property

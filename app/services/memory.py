@@ -69,10 +69,12 @@ from app.config import Config, config_dir
 
 if TYPE_CHECKING:
     from app.core.render_settings.cues import Cues
+    from app.core.render_settings.trust import TrustModel
     from app.core.render_settings.extraction import Extractor
 
 log = logging.getLogger("kelvin.memory")
 STATUS_MODEL = "status_model.json"  # the status model bench/train_status.py writes (issue 30)
+TRUST_MODEL = "trust_model.json"  # whether a decided value may be stated: bench/train_trust.py writes it
 
 # candidates each leg hands to fusion, at least (and CANDIDATES_PER_K per result asked for): more
 # full-text candidates cost little and find more (docs/benchmarks.md §12); the vector leg's ANN
@@ -151,6 +153,18 @@ def load_status_model() -> StatusModel | None:
         return None
 
 
+def load_trust() -> "TrustModel | None":
+    """Whether the ledger may state a decided value (``trust.py``; ``resources/trust_model.json``,
+    written by bench/train_trust.py); without it every decision is stated."""
+    from app.core.render_settings.trust import TrustModel
+
+    try:
+        return TrustModel.from_json(json.loads(resources.read_text(TRUST_MODEL)))
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        log.warning("the trust model %s could not be read (%s): every decided value is stated", TRUST_MODEL, exc)
+        return None
+
+
 class MemoryService:
     def __init__(self, settings: Config, *, tagger: Tagger | None = None, embedder: Embedder | None = None):
         self.settings = settings
@@ -161,6 +175,7 @@ class MemoryService:
         self._tagger: Tagger | None = tagger
         self._extractor: Extractor | None = None
         self._catalogue: Catalogue | None = None
+        self._trust: TrustModel | None | bool = False  # False: not read yet
         self._taxonomy_data: dict | None = None
         self._taxonomy_lock = threading.RLock()
         self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s,
@@ -198,6 +213,14 @@ class MemoryService:
             return self._catalogue
 
     @property
+    def trust(self) -> "TrustModel | None":
+        """Whether the ledger may state a decided value (read once; a few kilobytes)."""
+        with self._taxonomy_lock:
+            if self._trust is False:
+                self._trust = load_trust()
+            return self._trust
+
+    @property
     def extractor(self) -> Extractor:
         """The settings rules, built the first time a message is read for settings (a command that only
         reads the ledger — ``kelvin settings list`` — never pays for their patterns)."""
@@ -217,7 +240,7 @@ class MemoryService:
             if store is None:
                 store = ProjectStore(self.data_dir, name, self.tagger, self.embedder, self.settings.index_uri,
                                      extractor=lambda: self.extractor, catalogue=self.catalogue,
-                                     lock_wait_s=self.settings.lock_wait_s)
+                                     lock_wait_s=self.settings.lock_wait_s, trust=self.trust)
                 store.vectors.on_problem = self._notice
                 store.identity = self.me
                 self._stores[key] = store

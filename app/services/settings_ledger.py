@@ -45,6 +45,7 @@ def describe(c: Current, with_source: bool = False) -> str:
 
     "Octane GI clamp = 10 (set 2026-11-22 14:02; before: 25, set 09:10)";
     "Redshift Brute-force rays = 256 or 128 — to confirm (decided 256, set …; 128 said …, unclear)";
+    "Octane GI clamp = 10 — to confirm (set …, not sure it still holds)" (the trust model doubts it);
     "Cycles Max samples = 512 (set …; in the file forest.blend · scene 'Scene': 777)";
     "Cycles Clamp indirect: not decided (in the file forest.blend · scene 'Scene': 10)"."""
     label = setting_label(c.entry)
@@ -52,6 +53,9 @@ def describe(c: Current, with_source: bool = False) -> str:
     held = ""
     if c.held is not None and (d is None or c.differs):
         held = f"in the file {c.held.note or 'imported'}: {format_value(c.held.value, c.held.unit)}"
+    if c.doubted and d is not None:  # the trust model doubts the decision itself (later talk may have changed it)
+        bits = [f"set {when(d.ts_ms)}, not sure it still holds"] + ([held] if held else [])
+        return f"{label} = {format_value(d.value, d.unit)} — to confirm ({'; '.join(bits)})"
     if c.unsure:
         q = c.pending
         choices = " or ".join(format_value(a.value, a.unit) for a in c.alternatives) or "?"

@@ -19,7 +19,7 @@ from app.core.render_settings import parameters as P
 from app.core.render_settings.answer_tables import compared
 from app.core.render_settings.cues import Cues
 from app.core.render_settings.parameters import ANY, Catalogue, ParamSpec, Value
-from app.core.render_settings.scopes import OBJECT_KEYS, scope_of
+from app.core.render_settings.scopes import OBJECT_KEYS, known_object, scope_of
 from app.core.render_settings.status_model import Sentence, StatusModel, locate
 from app.core.render_settings.status_model import read as read_status
 
@@ -128,7 +128,9 @@ class Extractor:
                     grew = True
             if grew:
                 here_so_far = tuple(named.values()) + tuple(s for k, s in mentioned.items() if k not in named)
-            got = [replace(m, sentence=n_sentence, scope=self._scope(m, said[n_sentence])) for m in got]
+            got = [replace(m, sentence=n_sentence,  # (a proposal taken by "done" keeps the object it was offered for)
+                           scope=self._scope(m, said[n_sentence], ctx.objects) or (m.scope if m.confirmed else ""))
+                   for m in got]
             if self.guess or self.status_model is not None:
                 guesses += self._guesses(toks, found, got, engine_ctx, running, status, n_sentence)
             out.extend(got)
@@ -151,6 +153,7 @@ class Extractor:
             proposals=proposals if proposals else (() if role == "user" and out else ctx.proposals),
             applied=applied or ctx.applied,
             asked=tuple(s for k, s in named.items() if k not in mentioned)[-3:] if role == "assistant" and "?" in text else (),
+            objects=_known(ctx.objects, out),
         )
         return out, new_ctx
 
@@ -252,12 +255,13 @@ class Extractor:
             out += self._candidates(toks, found, used, status, engine_ctx)
         return out
 
-    def _scope(self, m: Mention, said: Sentence) -> str:
-        """The named light, camera, output or object the value belongs to ("" render-wide)."""
+    def _scope(self, m: Mention, said: Sentence, objects: tuple[str, ...] = ()) -> str:
+        """The named light, camera, output or object the value belongs to ("" render-wide); ``objects``:
+        the ones the conversation named before, found again in the value's clause."""
         spec = self.cat.specs.get((m.engine, m.parameter))
         if spec is None or m.candidate:
             return ""
-        if not (spec.key in OBJECT_KEYS or self.cues.for_named_re.search(said.text)):
+        if not (spec.key in OBJECT_KEYS or objects or self.cues.for_named_re.search(said.text)):
             return ""  # a render setting said with no "on/for the … frames|layer": render-wide
         toks: list[str] = []
         end = 0
@@ -271,7 +275,9 @@ class Extractor:
             return ""
         at = -1 if where < 0 else _nth_word(toks, where)
         names = [(_nth_word(toks, s), _nth_word(toks, e - 1) + 1) for s, e in said.names(spec.ident)]
-        return scope_of(spec, toks, at, names)
+        if not (spec.key in OBJECT_KEYS or self.cues.for_named_re.search(said.text)):
+            return known_object(toks, at, objects)
+        return scope_of(spec, toks, at, names) or known_object(toks, at, objects)
 
     def _guesses(self, toks: list[str], found, got: list[Mention], engine: str, ctx: Context, status: str,
                  n_sentence: int) -> list[Mention]:
@@ -1013,8 +1019,8 @@ class Extractor:
         loose_numbers = any(n and i not in used and not _not_a_value(self.cues, toks, i) for i, n in enumerate(parsed))
         if not values and not named and not stated and not loose_numbers and status != REJECTED and ctx.proposals \
                 and not _has(low, self.cues.leaving):  # "ok leaving it": what is there stays, the proposal is not taken
-            if _confirms(self.cues, low, toks):
-                out += _confirmed(self.cues, ctx.proposals, toks)
+            if _confirms(self.cues, low, toks) or _chooses(self.cues, low, toks):
+                out += _confirmed(self.cues, ctx.proposals, toks, _confirms(self.cues, low, toks))
             else:
                 out += _taken(self.cues, ctx.proposals, toks) or []  # "Did the first two."
         return out
@@ -1310,22 +1316,48 @@ def _status(cues: Cues, sentence: str, toks: list[str], role: str) -> str:
     return APPLIED
 
 
-def _confirmed(cues: Cues, proposals: tuple[Mention, ...], toks: list[str]) -> list[Mention]:
-    """What a bare confirmation ("done", "ok, did that", "went with your second suggestion") applies:
-    the proposal it points at by order, else every parameter proposed with one value only — when
-    the model offered options ("8 or 16"), a plain "ok" does not say which."""
+def _confirmed(cues: Cues, proposals: tuple[Mention, ...], toks: list[str], confirming: bool = True) -> list[Mention]:
+    """What a bare confirmation ("done", "ok, did that", "went with your second suggestion", "second
+    one.", "middle ground it is") applies: the proposal it points at by order — among the values of
+    the one setting offered with options, else among all —, the middle one of three or more values
+    for "middle", else every setting proposed with one value. A setting offered with options ("1024
+    or 4096") that the answer does not choose between is *in doubt*: each option comes back unsure,
+    so the ledger asks which instead of keeping the old value as if nothing had happened."""
     single = [p for p in proposals if not isinstance(p.value, tuple)]
     taken = _taken(cues, proposals, toks)
     if taken is not None:
         return taken
+    options: dict[tuple[str, str, str], list[Mention]] = {}
+    for p in single:
+        if not any(P.same_value(p.value, o.value) for o in options.get((p.engine, p.parameter, p.scope), ())):
+            options.setdefault((p.engine, p.parameter, p.scope), []).append(p)
+    several = [ps for ps in options.values() if len(ps) > 1]
     for tok in toks:
         if tok in cues.ordinals and single:
             n = cues.ordinals[tok]
-            return [replace(single[n], status=APPLIED, confirmed=True)] if -len(single) <= n < len(single) else []
-    counts: dict[tuple[str, str], int] = {}
-    for p in proposals:
-        counts[(p.engine, p.parameter)] = counts.get((p.engine, p.parameter), 0) + 1
-    return [replace(p, status=APPLIED, confirmed=True) for p in single if counts[(p.engine, p.parameter)] == 1][:3]
+            if len(several) != 1 and not confirming:
+                return []  # "second one." after "Option 1: … Option 2: …": groups of settings, not one value
+            among = several[0] if len(several) == 1 else single
+            return [replace(among[n], status=APPLIED, confirmed=True)] if -len(among) <= n < len(among) else []
+    middle = bool(cues.middle & set(toks)) or " middle ground " in " " + " ".join(toks) + " "
+    out: list[Mention] = []
+    for ps in options.values():
+        if len(ps) == 1:
+            if len([m for m in out if m.sure]) < 3:
+                out.append(replace(ps[0], status=APPLIED, confirmed=True))
+        elif middle and len(ps) % 2 == 1 and all(isinstance(p.value, (int, float)) and not isinstance(p.value, bool)
+                                                 for p in ps):
+            out.append(replace(sorted(ps, key=lambda p: p.value)[len(ps) // 2], status=APPLIED, confirmed=True))
+        else:
+            out += [replace(p, status=APPLIED, confirmed=True, sure=False) for p in ps[:4]]
+    return out
+
+
+def _chooses(cues: Cues, low: str, toks: list[str]) -> bool:
+    """A short answer that picks among the options just offered ("second one.", "middle ground it
+    is", "yours") without a confirming word."""
+    return len(toks) <= 8 and (any(t in cues.ordinals for t in toks) or bool(cues.middle & set(toks))
+                               or _has(low, cues.choosing))
 
 
 def _taken(cues: Cues, proposals: tuple[Mention, ...], toks: list[str], named: tuple = ()) -> list[Mention] | None:
@@ -1374,6 +1406,14 @@ def _took_by_name(cues: Cues, spec: ParamSpec, toks: list[str], start: int, end:
 
 def _confirms(cues: Cues, low: str, toks: list[str]) -> bool:
     return len(toks) <= 14 and _has(low, cues.confirm)
+
+
+def _known(objects: tuple[str, ...], said: list[Mention]) -> tuple[str, ...]:
+    """The objects named so far, with this message's (newest last, at most 16)."""
+    new = [m.scope for m in said if m.scope and not m.candidate]
+    if not new:
+        return objects
+    return tuple(dict.fromkeys([o for o in objects if o not in new] + new))[-16:]
 
 
 def _nth_word(toks: list[str], n: int) -> int:
@@ -1425,12 +1465,13 @@ def _replaced(mentions: list[Mention], said_in: dict[int, int], past: set[int] =
 
 def _dedupe(mentions: list[Mention]) -> list[Mention]:
     """One mention per (engine, parameter, status): the last one said wins ("8, no, make it 12"); a
-    proposal keeps each value offered ("8 or 16")."""
+    proposal keeps each value offered ("8 or 16"), and an answer that did not choose between them
+    keeps each option in doubt."""
     seen: dict[tuple, int] = {}
     out: list[Mention] = []
     for m in mentions:
         key = (m.engine, m.parameter, m.scope, m.status, m.candidate, m.before,
-               repr(m.value) if m.status == PROPOSED else None)
+               repr(m.value) if m.status == PROPOSED or (m.confirmed and not m.sure) else None)
         if key in seen:
             out[seen[key]] = m
         else:

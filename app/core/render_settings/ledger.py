@@ -24,10 +24,13 @@ both.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from app.core.render_settings.mentions import APPLIED, PROPOSED, REJECTED
 from app.core.render_settings.parameters import ANY, Value, format_value, same_value
+from app.core.render_settings.scopes import object_key
+from app.core.render_settings.trust import TrustModel
+from app.core.render_settings.trust import features as trust_features
 
 UNSET = "unset"
 ENTRY_STATUSES = (APPLIED, PROPOSED, REJECTED, UNSET)
@@ -54,6 +57,10 @@ class Entry:
     author: str = ""  # who said or set it (a shared project's artist; "" in a personal project)
     origin: str = ""  # the Kelvin it was made on (shared projects)
     seen: int = 0  # the shared order as its author had seen it when made (shared projects)
+    confidence: float = 1.0  # how sure the status model was of the reading (1.0: the rules, or by hand)
+    confirmed: bool = False  # a proposal taken by "ok"/"done", its value unsaid
+    restore: bool = False  # said as a return to an earlier value ("back to 4")
+    before: bool = False  # the value in use before a change the message told ("from 2000 to 4000": 2000)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -66,6 +73,13 @@ class Entry:
             del d["scope"]
         if d["sure"]:
             del d["sure"]
+        if d["confidence"] >= 1.0:
+            del d["confidence"]
+        else:
+            d["confidence"] = round(d["confidence"], 3)
+        for flag in ("confirmed", "restore", "before"):
+            if not d[flag]:
+                del d[flag]
         return d
 
     @classmethod
@@ -80,7 +94,16 @@ class Entry:
                    domain=str(d.get("domain") or "general"), name=str(d.get("name") or ""),
                    by=str(d.get("by") or "rules"), candidate=bool(d.get("candidate")), order=int(d.get("order") or 0),
                    note=note, scope=str(d.get("scope") or ""), sure=d.get("sure", True) is not False,
-                   author=str(d.get("author") or ""), origin=str(d.get("origin") or ""), seen=int(d.get("seen") or 0))
+                   author=str(d.get("author") or ""), origin=str(d.get("origin") or ""), seen=int(d.get("seen") or 0),
+                   confidence=_fraction(d.get("confidence", 1.0)), confirmed=d.get("confirmed") is True,
+                   restore=d.get("restore") is True, before=d.get("before") is True)
+
+
+def _fraction(x) -> float:
+    try:
+        return min(1.0, max(0.0, float(x)))
+    except (TypeError, ValueError):
+        return 1.0
 
 
 @dataclass(frozen=True)
@@ -96,6 +119,7 @@ class Current:
     held: Entry | None = None  # the last scene's value (file and scene in its note)
     doubts: tuple[Entry, ...] = ()  # every unsure reading of the message that left it to confirm
     conflict: tuple[Entry, ...] = ()  # other values set on other Kelvins without seeing this one (shared projects)
+    doubted: bool = False  # the decision itself is in doubt (the trust model, ``trust.py``): asked, not asserted
 
     @property
     def entry(self) -> Entry:
@@ -127,6 +151,8 @@ class Current:
         if self.entry.scope:
             name += f" ({self.entry.scope})"
         choices = [format_value(a.value, a.unit) for a in self.alternatives]
+        if self.doubted and len(choices) == 1:
+            return f"Still {choices[0]} for {name}?"
         if len(choices) >= 2:
             return f"{' or '.join(choices)} for {name}?"
         if choices and self.pending is not None and self.pending.status == REJECTED:
@@ -262,8 +288,11 @@ class Ledger:
     retracting costs what it touches — never a walk over every entry (a project with 20k mentions
     of one setting retracts a deleted message's entries as fast as a new project does)."""
 
-    def __init__(self) -> None:
+    def __init__(self, trust: TrustModel | None = None) -> None:
+        self.trust = trust  # whether a decided value may be stated (None: every decision is)
         self._by_key: dict[tuple[str, str, str], dict[str, Entry]] = {}
+        self._scopes: dict[tuple[str, str], dict[str, None]] = {}  # (engine, parameter) → its scopes
+        self._objects: dict[str, str] = {}  # object_key → the scope name first used for that object
         self._by_id: dict[str, Entry] = {}
         self._by_source: dict[str, dict[str, None]] = {}  # source id → entry ids (ordered)
         self._retracted: set[str] = set()  # never added again (a replay of what came before its retraction)
@@ -275,12 +304,26 @@ class Ledger:
     def add(self, entry: Entry) -> bool:
         if entry.id in self._by_id or entry.id in self._retracted:
             return False  # a replay: already here, or taken out since
+        if entry.scope:  # "heroes", "hero stills" after "hero": one object, under the name said first
+            same = self._objects.setdefault(object_key(entry.scope), entry.scope)
+            if same != entry.scope:
+                entry = replace(entry, scope=same)
         self._by_id[entry.id] = entry
         self._by_key.setdefault(entry.key, {})[entry.id] = entry
+        self._scopes.setdefault(entry.key[:2], {})[entry.scope] = None
         if entry.source_id:
             self._by_source.setdefault(entry.source_id, {})[entry.id] = None
-        self._cache.pop(entry.key, None)
+        self._forget_answers(entry)
         return True
+
+    def _forget_answers(self, entry: Entry) -> None:
+        """An entry changes its own setting's answer — and, through the trust model, the answers of the
+        same parameter on its other lights, cameras and outputs."""
+        if self.trust is None:
+            self._cache.pop(entry.key, None)
+            return
+        for scope in self._scopes.get(entry.key[:2], ()):
+            self._cache.pop((entry.engine, entry.parameter, scope), None)
 
     def retract(self, source_id: str = "", entry_id: str = "") -> list[Entry]:
         """Take out the entries from one message (or one entry). Returns what was taken out."""
@@ -313,7 +356,7 @@ class Ledger:
             del mine[entry_id]
             if not mine:
                 del self._by_source[entry.source_id]
-        self._cache.pop(entry.key, None)
+        self._forget_answers(entry)
         return entry
 
     def of_source(self, source_id: str) -> list[Entry]:
@@ -324,14 +367,32 @@ class Ledger:
         place = {k: n for n, k in enumerate(self._by_key)}
         return sorted(mine, key=lambda e: (place[e.key], e.ts_ms, e.order, e.id))
 
+    def object(self, scope: str) -> str:
+        """The name the ledger keeps an object under ("heroes" → "hero" once "hero" was said first)."""
+        return self._objects.get(object_key(scope), scope) if scope else ""
+
     def history(self, engine: str, parameter: str, scope: str = "") -> list[Entry]:
-        return in_order(list(self._by_key.get((engine, parameter, scope), {}).values()))
+        return in_order(list(self._by_key.get((engine, parameter, self.object(scope)), {}).values()))
 
     def current(self, engine: str, parameter: str, scope: str = "") -> Current | None:
-        key = (engine, parameter, scope)
+        key = (engine, parameter, self.object(scope))
         if key not in self._cache:
-            self._cache[key] = fold(list(self._by_key.get(key, {}).values()))
+            cur = fold(list(self._by_key.get(key, {}).values()))
+            self._cache[key] = cur if cur is None or self.trust is None else self._checked(cur, key)
         return self._cache[key]
+
+    def _checked(self, cur: Current, key: tuple[str, str, str]) -> Current:
+        """The decision, or — when the trust model doubts a reading of conversation — the decision
+        asked about ("Still 128 for brute-force rays?"). What the artist set by hand is never doubted."""
+        d = cur.decision
+        if d is None or cur.unsure or d.by not in ("rules", "model") or d.candidate:
+            return cur
+        siblings = {scope: self.history(key[0], key[1], scope) for scope in self._scopes.get(key[:2], ())
+                    if scope != key[2] and self._by_key.get((key[0], key[1], scope))}
+        assert self.trust is not None
+        if self.trust.trusts(trust_features(d, self.history(*key), siblings, cur.changed)):
+            return cur
+        return replace(cur, pending=d, doubts=(d,), doubted=True)
 
     def currents(self, engine: str | None = None, candidates: bool = False) -> list[Current]:
         out = []

@@ -28,6 +28,7 @@ class Mention:
     before: bool = False  # the value in use before a change this message tells ("from 2000 to 4000": 2000)
     scope: str = ""  # the named light, camera, output or object it belongs to ("" render-wide)
     sure: bool = True  # False: the reading is unsure, the ledger asks before taking it as decided
+    confidence: float = field(default=1.0, compare=False)  # the status model's probability of its reading
     sentence: int = field(default=-1, compare=False)  # the sentence of the message it was read in
     guessed: str = field(default="", compare=False)  # a loose value the rules did not read, offered to the
     # status model with the parameter it most likely belongs to: "named" (in its sentence), "sentence"
@@ -49,3 +50,4 @@ class Context:
     proposals: tuple[Mention, ...] = ()  # proposals not answered yet (the last message that made any)
     applied: tuple[Mention, ...] = ()  # what the last applying message applied (for "that didn't help")
     asked: tuple[ParamSpec, ...] = ()  # named without a value in the last message ("what's your refraction limit?")
+    objects: tuple[str, ...] = ()  # the lights, cameras and outputs named so far ("turntable", "key"), newest last

@@ -58,6 +58,9 @@ _NOT_A_NAME = {
     "can", "must", "shall", "may", "tho", "though", "btw", "pls", "please", "thanks", "thx", "hmm", "hm",
     "ugh", "oh", "well", "actually", "really", "pretty", "quite", "very", "super", "slightly",
     "delivery", "deliver", "delivering", "spec", "specs", "budget", "farm", "gpu", "vram", "card",
+    # durations and verbs that sit where a name would ("3 min 2560x1440", "hero frames stay 2048x858")
+    "min", "mins", "minute", "minutes", "sec", "secs", "seconds", "hour", "hours", "hrs", "stay", "stays",
+    "stayed", "reverted", "revert", "reverting", "out", "tiny", "sits", "remains", "remain",
 }
 _OBJECT_TAIL = {"light", "lights", "lamp", "lamps", "cam", "camera", "frames", "frame", "shots", "shot", "renders",
                 "render", "stills", "still", "layer", "pass", "output", "version", "versions", "plate", "plates"}
@@ -83,8 +86,26 @@ def scope_key(name: str | None) -> str:
     return " ".join(words)[:60]
 
 
+_SAME_OBJECT_TAIL = {"stills", "still", "cut", "cuts", "version", "versions", "deliverable", "deliverables"}
+
+
+def object_key(scope: str) -> str:
+    """What makes two scope names one object in a project: "heroes", "hero stills" and "hero" are the
+    hero output; "strips" and "strip" one light ("left strip" and "right strip" stay two)."""
+    words = scope_key(scope).split()
+    if len(words) > 1 and words[-1] in _SAME_OBJECT_TAIL:
+        words = words[:-1]
+    if words:
+        w = words[-1]
+        if w.endswith("oes") and len(w) > 4:
+            words[-1] = w[:-2]
+        elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 3:
+            words[-1] = w[:-1]
+    return " ".join(words)
+
+
 def _nameable(tok: str) -> bool:
-    return tok.isalpha() or bool(_IDENT.match(tok)) or bool(re.fullmatch(r"[a-z]+\d+[a-z]*", tok))
+    return (tok.isalpha() and (len(tok) > 1 or tok in "lr")) or bool(_IDENT.match(tok)) or bool(re.fullmatch(r"[a-z]+\d+[a-z]*", tok))
 
 
 def scope_of(spec: ParamSpec, toks: list[str], at: int, names: list[tuple[int, int]]) -> str:
@@ -154,6 +175,29 @@ def scope_of(spec: ParamSpec, toks: list[str], at: int, names: list[tuple[int, i
         if words and (words[0] not in _OBJECT_TAIL):
             return scope_key(" ".join(words))
     return ""
+
+
+def known_object(toks: list[str], at: int, objects: tuple[str, ...]) -> str:
+    """An object the conversation already named, said again in the value's clause: "for the turntable
+    you could drop max samples to 1500", "OptiX on the turntable", "heroes go out at 5000" once
+    "turntable" and "hero" are known. The one nearest the value wins."""
+    if at < 0 or at >= len(toks) or not objects:
+        return ""
+    lo, hi = _clause(toks, at)
+    wanted = {object_key(o): o for o in objects}
+    best, gap = "", 1 << 30
+    for width in (3, 2, 1):
+        for j in range(lo, hi - width + 1):
+            words = toks[j:j + width]
+            if any(not _nameable(w) for w in words):
+                continue
+            name = wanted.get(object_key(" ".join(words)))
+            if name is None or (width == 1 and words[0] in _NOT_A_NAME):
+                continue
+            far = min(abs(j - at), abs(j + width - 1 - at))
+            if far < gap:
+                best, gap = name, far
+    return best
 
 
 def _clause(toks: list[str], at: int) -> tuple[int, int]:

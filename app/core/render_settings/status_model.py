@@ -353,8 +353,8 @@ def read(model: StatusModel, mentions: list["Mention"], sentences: list[Sentence
     """The mentions with the model's statuses: "none" readings dropped, unsure ones marked."""
     out = []
     for n, m in enumerate(mentions):
-        if m.candidate:
-            out.append(m)
+        if m.candidate or (m.confirmed and not m.sure):
+            out.append(m)  # (an option the answer did not choose between: the rules already doubt it)
             continue
         probs = model.probabilities(features(m, n, mentions, sentences, role, ctx, cat))
         best = max(range(len(probs)), key=probs.__getitem__)
@@ -369,7 +369,7 @@ def read(model: StatusModel, mentions: list["Mention"], sentences: list[Sentence
             status = "proposed"  # everything the model says is at most a proposal
         sure = status == "proposed" or (not doubtful and not m.guessed and probs[best] >= model.sure)
         # (a value the rules did not read, offered with a guessed parameter, is at most to confirm)
-        out.append(replace(m, status=status, sure=sure))
+        out.append(replace(m, status=status, sure=sure, confidence=round(probs[best], 3)))
     out = _doubted(out, sentences)
     # "back to 12" turns down the value in force (the rules add that rejection, with no value, right
     # before the restore): the two are one reading, as sure as the restore is

@@ -69,6 +69,7 @@ from app.memory.turn_notes import TurnNotes
 if TYPE_CHECKING:
     from app.core.render_settings.extraction import Extractor
     from app.core.render_settings.parameters import Catalogue
+    from app.core.render_settings.trust import TrustModel
 
 __all__ = [
     "CONTEXT_ENGINE", "LOCK_WAIT_S", "OPS", "OP_DAY_ROLLOVER", "OP_MEMORY_ADD", "OP_MEMORY_DELETE", "OP_MESSAGE_ADD",
@@ -90,7 +91,7 @@ class ProjectStore:
 
     def __init__(self, data_dir: Path, name: str, tagger: Tagger, embedder: Embedder, index_uri: str = "",
                  extractor: Extractor | Callable[[], Extractor] | None = None, lock_wait_s: float = LOCK_WAIT_S,
-                 catalogue: Catalogue | None = None):
+                 catalogue: Catalogue | None = None, trust: TrustModel | None = None):
         self.data_dir = data_dir
         self.folder = data_dir / projects.folder_name(name)
         refuse_links(self.folder)  # a project folder linked elsewhere: said as such
@@ -110,7 +111,7 @@ class ProjectStore:
         self.book = MarkdownBook(self.folder, name)
         # the settings rules may come as a function that builds them when a message is first read for
         # settings: reading the ledger needs only the catalogue
-        self.settings = SettingsBook(self.folder, extractor, name, catalogue) if extractor is not None else None
+        self.settings = SettingsBook(self.folder, extractor, name, catalogue, trust) if extractor is not None else None
         self.turns = TurnNotes(self.folder)  # what each answer looked at, its chips and their answers
         if self.settings is not None:
             self.settings.on_unapplied = lambda ev, exc: self.journal.note_unapplied(ev, "the settings ledger", exc)
