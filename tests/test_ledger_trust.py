@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from PySide6.QtCore import Qt
+
 from app import resources
 from app.core.render_settings.ledger import Entry, Ledger
 from app.core.render_settings.mentions import APPLIED, PROPOSED
@@ -134,3 +136,25 @@ def test_an_answer_that_does_not_choose_between_options_leaves_the_setting_to_co
         assert question(chosen) == "4096 or 2000 for max samples?"
     else:
         assert chosen.decision.value == 4096
+
+
+def test_the_settings_tab_asks_about_a_doubted_decision_and_takes_the_artist_s_answer(qtbot):
+    """A real SettingsPanel on a ledger whose trust model doubts the decision: the row says "256 — to
+    confirm", its tooltip asks "Still 256 …?", and typing 256 there is the artist's answer (set by hand)."""
+    from app.ui.settings_view import VALUE_COLUMN, SettingsPanel
+
+    led = Ledger(DOUBTS_LATER_PROPOSALS)
+    led.add(entry(1, 256))
+    led.add(entry(2, 128, PROPOSED))
+    panel = SettingsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 400)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.show_current(led.currents())
+    index = panel.current.index(0, VALUE_COLUMN)
+    assert index.data() == "256 — to confirm"
+    assert index.data(Qt.ItemDataRole.ToolTipRole) == "To confirm: Still 256 for brute-force rays? Double-click to decide."
+    with qtbot.waitSignal(panel.current.set_requested, timeout=2_000) as asked:
+        panel.current.setData(index, "256")
+    assert asked.args == [("redshift", "brute_force_rays", ""), "256"]
