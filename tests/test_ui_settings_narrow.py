@@ -63,3 +63,31 @@ def test_a_narrow_window_keeps_the_decision_and_the_file_in_view(qtbot):
     last = len(CURRENT_COLUMNS) - 1  # the last column fills the table again, as before it was narrow
     qtbot.waitUntil(lambda: panel.table.columnViewportPosition(last) + panel.table.columnWidth(last)
                     == panel.table.viewport().width(), timeout=5_000)
+
+
+def test_a_setting_to_confirm_keeps_its_name_readable_beside_a_dcc(qtbot):
+    """"128 or 192 or 256 — to confirm" on one line took half of a 400-px table and left the setting's
+    name as "Light tem…ure": narrow, the words go under the values."""
+    ledger = Ledger()
+    said = dict(status="applied", ts_ms=1_764_000_000_000, domain="optimization", name="Brute-force rays")
+    ledger.add(Entry(id="1.0", engine="redshift", parameter="brute_force_rays", value=256, unit="", order=1,
+                     source_id="m1", **said))
+    for n, value in ((2, 128), (3, 192)):
+        ledger.add(Entry(id=f"{n}.0", engine="redshift", parameter="brute_force_rays", value=value, unit="", order=3,
+                         source_id="m3", sure=False, **{**said, "ts_ms": 1_764_000_100_000}))
+    ledger.add(Entry(id="4.0", engine=ANY, parameter="light_temperature", value=5600, unit="K", scope="key",
+                     name="Light temperature", order=4, source_id="m4", status="applied", ts_ms=1_764_000_200_000))
+    panel = SettingsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(400, 500)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.show_current(ledger.currents())
+    qtbot.waitUntil(lambda: panel.table.isColumnHidden(0), timeout=5_000)
+    row = _shown(panel, 1).index("Redshift Brute-force rays")
+    assert panel.current.index(row, VALUE_COLUMN).data() == "128 or 192 or 256\nto confirm"
+    fm = panel.table.fontMetrics()
+    qtbot.waitUntil(lambda: panel.table.columnWidth(1) >= fm.horizontalAdvance("Light temperature"), timeout=5_000)
+    panel.resize(1200, 500)
+    qtbot.waitUntil(lambda: not panel.table.isColumnHidden(0), timeout=5_000)
+    assert panel.current.index(row, VALUE_COLUMN).data() == "128 or 192 or 256 — to confirm"

@@ -111,8 +111,9 @@ class CurrentModel(QAbstractTableModel):
         name = (e.name or e.parameter).replace("_", " ") + (f" ({e.scope})" if e.scope else "")
         if self.narrow and engine_name(e.engine):
             name = f"{engine_name(e.engine)} {name}"
-        if c.unsure:
-            decided = " or ".join(format_value(a.value, a.unit) for a in c.alternatives) + " — to confirm"
+        if c.unsure:  # (beside a DCC the words go under the values: the setting's name keeps its width)
+            decided = " or ".join(format_value(a.value, a.unit) for a in c.alternatives) + (
+                "\nto confirm" if self.narrow else " — to confirm")
         else:
             decided = format_value(d.value, d.unit) if d is not None else "—"
         if c.conflict and d is not None:  # a shared project: two artists decided apart; shown as one until chosen
