@@ -250,6 +250,7 @@ class SettingsPanel(QWidget):
         layout.addWidget(split, 1)
         layout.addWidget(self.count)
         self._key = None
+        self.shown_mark = None  # the project and its change mark when the settings shown were read
 
     def selected_key(self):
         return self._key
@@ -281,6 +282,7 @@ class SettingsPanel(QWidget):
     def clear(self) -> None:
         """Another project: no setting, no history, no title of the one before."""
         self._key = None
+        self.shown_mark = None
         self.current.set_rows([])
         self.history.set_entries([], {})
         self.title.setText("Select a setting to see its history")

@@ -1,8 +1,9 @@
-"""The window answers while it draws a lot (docs/benchmarks.md §17, "Stop 39"): a page of messages
-written elsewhere, a whole transcript drawn again and the settings table's columns go in a slice of
-time at a time, the event loop running between the slices, and what is drawn in the end is what one
-draw in a single go gives. A real window on real services, or the real view; the slice is set to
-nothing so that each slice is one piece and the test does not depend on the machine's speed."""
+"""The window answers while it works (docs/benchmarks.md §17, "Stop 39"): a page of messages written
+elsewhere, a whole transcript drawn again and the settings table's columns go in a slice of time at a
+time, the event loop running between the slices, and what is drawn in the end is what one draw in a
+single go gives; a search typed in the memory browser does not read the project's settings again
+unless something was written. A real window on real services, or the real view; the slice is set to
+nothing so that each slice is one piece and the tests do not depend on the machine's speed."""
 from __future__ import annotations
 
 from PySide6.QtCore import QTimer
@@ -10,6 +11,7 @@ from PySide6.QtCore import QTimer
 from app.core.records import Message
 from app.ui.chat_view import ChatView
 from app.ui.settings_view import CURRENT_COLUMNS, SettingsPanel
+from tests.support.window import open_browser
 from tests.test_ui_settings_narrow import _rows
 
 ANSWER = ("Try **GI clamp** 10 against fireflies:\n\n- **samples**: 512\n- **denoiser**: on\n\n"
@@ -123,3 +125,28 @@ def test_the_settings_columns_are_fitted_one_a_slice_as_wide_as_in_one_go(qtbot)
     panel.table.resizeColumnsToContents()
     assert sliced == [panel.table.columnWidth(c) for c in range(len(CURRENT_COLUMNS) - 1)]
     assert panel.table.columnWidth(1) > 74  # "Max secondary ray intensity" whole: wider than the default
+
+
+def test_a_search_typed_reads_the_settings_again_only_once_something_was_written(qtbot, window, server):
+    w = window(server)
+    memory, ledger = w.services.memory, w.services.conversation.ledger
+    memory.commit("In Octane, set GI clamp to 25", ts_ms=1_763_800_000_000)
+    memory.flush()
+    reads = []
+    current = ledger.current
+    ledger.current = lambda *a, **k: reads.append(a) or current(*a, **k)  # counted, and read for real
+    open_browser(qtbot, w)
+    panel = w.memory.settings
+    qtbot.waitUntil(lambda: panel.current.rowCount() == 1 and w.pools.busy() == 0, timeout=10_000)
+    assert len(reads) == 1
+    for text in ("gi clamp", "octane fireflies"):
+        w.memory.search.setText(text)
+        w.memory.refresh()  # what the debounce does
+        qtbot.waitUntil(lambda: w.pools.busy() == 0, timeout=10_000)
+    assert len(reads) == 1  # nothing was written: the settings shown are still the settings
+    memory.commit("ok, GI clamp 10 it is", ts_ms=1_763_800_060_000)  # a terminal beside the window
+    memory.flush()
+    w.memory.search.setText("clamp")
+    w.memory.refresh()
+    qtbot.waitUntil(lambda: panel.current.rowCount() == 1 and panel.current.index(0, 2).data() == "10", timeout=10_000)
+    assert len(reads) >= 2
