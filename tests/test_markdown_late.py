@@ -48,7 +48,7 @@ def test_late_messages_go_in_their_place_and_the_file_is_what_a_full_merge_makes
     assert len(list(_BLOCK.finditer(path.read_text(encoding="utf-8")))) == n
 
 
-def test_a_late_message_before_every_block_and_after_a_half_written_one(tmp_path):
+def test_a_late_message_before_every_block_leaves_a_half_written_one_to_the_mending(tmp_path):
     book = MarkdownBook(tmp_path, "p")
     book.append([_msg(i, 10 + i) for i in range(5)])
     path = book.path("general")
@@ -58,7 +58,10 @@ def test_a_late_message_before_every_block_and_after_a_half_written_one(tmp_path
     text = path.read_text(encoding="utf-8")
     ids = [b.group("id") for b in _BLOCK.finditer(text)]
     assert ids == ["m0050", "m0000", "m0001", "m0002", "m0003", "m0004"]
-    assert "m9999" not in text and text.startswith("# General — p\n")
+    assert text.startswith("# General — p\n")
+    assert text.endswith("<!-- kelvin:begin m9999 -->\n### 2025-11-24 16:30 UTC · user")  # left for the mending
+    assert "m9999" not in book.ids_present()  # which takes it out
+    assert "m9999" not in path.read_text(encoding="utf-8")
     book.append([_msg(51, 12)])  # in the middle
     ids = [b.group("id") for b in _BLOCK.finditer(path.read_text(encoding="utf-8"))]
     assert ids == ["m0050", "m0000", "m0001", "m0002", "m0051", "m0003", "m0004"]

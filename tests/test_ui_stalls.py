@@ -150,3 +150,20 @@ def test_a_search_typed_reads_the_settings_again_only_once_something_was_written
     w.memory.refresh()
     qtbot.waitUntil(lambda: panel.current.rowCount() == 1 and panel.current.index(0, 2).data() == "10", timeout=10_000)
     assert len(reads) >= 2
+
+
+def test_the_windows_services_come_up_with_the_settings_rules_built(server):
+    """The start-up worker builds the settings rules: left to the writer, importing and compiling
+    their patterns with the first message stored held the GIL the window needed for 40-70 ms."""
+    import gc
+
+    from app.config import load
+    from app.ui.app import start_services
+
+    services = start_services(load({"ollama_host": server.host, "vram_guard": False}))
+    try:
+        assert services.memory._extractor is not None
+        assert services.memory.extractor.extract  # the one the writer and the ledger use
+    finally:
+        gc.unfreeze()  # (what start_services froze for the app's lifetime)
+        services.close()

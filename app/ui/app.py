@@ -82,11 +82,14 @@ def build_services(settings, gpu: bool = True) -> Services:
 
 def start_services(settings) -> Services:
     """What the start-up worker does: the services; markdown-it for the chat (here, not with the
-    first reply); then ``gc.freeze()``. The libraries just loaded leave ~150k objects that live as
-    long as Kelvin does; unfrozen, every full garbage collection walks them all — 0.2-0.5 s with the
-    GIL held on a 2-core machine, so the window freezes whichever thread collects."""
+    first reply); the settings rules (here, not by the writer with the first message stored: importing
+    and compiling their patterns held the GIL 40-70 ms in one go, and the window waited); then
+    ``gc.freeze()``. The libraries just loaded leave ~150k objects that live as long as Kelvin does;
+    unfrozen, every full garbage collection walks them all — 0.2-0.5 s with the GIL held on a 2-core
+    machine, so the window freezes whichever thread collects."""
     markdown.parser()
     services = build_services(settings)
+    services.memory.extractor  # noqa: B018 — built now (a property)
     gc.freeze()
     return services
 
