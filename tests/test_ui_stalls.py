@@ -152,18 +152,23 @@ def test_a_search_typed_reads_the_settings_again_only_once_something_was_written
     assert len(reads) >= 2
 
 
-def test_the_windows_services_come_up_with_the_settings_rules_built(server):
+def test_the_windows_services_come_up_with_the_settings_rules_built_and_a_short_gil_switch(server):
     """The start-up worker builds the settings rules: left to the writer, importing and compiling
-    their patterns with the first message stored held the GIL the window needed for 40-70 ms."""
+    their patterns with the first message stored held the GIL the window needed for 40-70 ms. And the
+    window's thread waits 1 ms, not 5, before a thread holding the GIL is asked to let go."""
     import gc
+    import sys
 
     from app.config import load
-    from app.ui.app import start_services
+    from app.ui.app import UI_SWITCH_S, start_services
 
+    before = sys.getswitchinterval()
     services = start_services(load({"ollama_host": server.host, "vram_guard": False}))
     try:
         assert services.memory._extractor is not None
         assert services.memory.extractor.extract  # the one the writer and the ledger use
+        assert abs(sys.getswitchinterval() - UI_SWITCH_S) < 1e-6 and UI_SWITCH_S < before
     finally:
-        gc.unfreeze()  # (what start_services froze for the app's lifetime)
+        gc.unfreeze()  # (what start_services set for the app's lifetime)
+        sys.setswitchinterval(before)
         services.close()
