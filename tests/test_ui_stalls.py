@@ -167,6 +167,7 @@ def test_the_windows_services_come_up_with_the_settings_rules_built_and_a_short_
     try:
         assert services.memory._extractor is not None
         assert services.memory.extractor.extract  # the one the writer and the ledger use
+        assert services.memory._trust is not False  # the ledger's trust model: read (or known missing)
         assert abs(sys.getswitchinterval() - UI_SWITCH_S) < 1e-6 and UI_SWITCH_S < before
     finally:
         gc.unfreeze()  # (what start_services set for the app's lifetime)

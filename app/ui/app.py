@@ -97,6 +97,7 @@ def start_services(settings) -> Services:
     markdown.parser()
     services = build_services(settings)
     services.memory.extractor  # noqa: B018 — built now (a property)
+    services.memory.trust  # noqa: B018 — and the ledger's trust model read
     gc.freeze()
     sys.setswitchinterval(UI_SWITCH_S)
     return services
