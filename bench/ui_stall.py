@@ -222,10 +222,13 @@ class StackSampler(threading.Thread):
 
 
 SLOTS = {"app.ui.memory_view": {"MessagesModel": ("set_ids", "fill", "data"), "MemoryView": ("show_results", "_changed")},
-         "app.ui.main_window": {"MainWindow": ("attach",)}, "app.ui.chat_presenter": {"ChatPresenter": ("ask", "_find_chips")},
+         "app.ui.chat_presenter": {"ChatPresenter": ("ask", "_find_chips")},
          "app.ui.memory_browser": {"MemoryBrowser": ("query", "_fetch_rows")},
+         "app.ui.settings_view": {"SettingsPanel": ("show_current", "show_history")},
+         "app.ui.main_window": {"MainWindow": ("attach", "show_view", "_written_elsewhere")},
          "app.ui.status_presenter": {"StatusPresenter": ("check_ollama",)},
-         "app.ui.chat_view": {"ChatView": ("_render", "append", "add", "finish", "show_chips")}}
+         "app.ui.chat_view": {"ChatView": ("_render", "_draw_one", "append", "add", "add_from_elsewhere", "finish",
+                                       "show_chips")}}
 
 
 def time_slots(probe: Probe, over_ms: float = 5.0) -> list:

@@ -158,6 +158,7 @@ def test_earlier_messages_are_a_scroll_away(qtbot, window):
 
         qtbot.waitUntil(lambda: scrolled_up_to(80), timeout=10_000)
         qtbot.waitUntil(lambda: scrolled_up_to(95) and not w.chat.more_above, timeout=10_000)
+        qtbot.waitUntil(lambda: not w.chat.drawing, timeout=10_000)  # 95 entries go in a slice of time at a time
         assert [e.text.split(":")[0] for e in w.chat.entries] == [f"default turn {i}" for i in range(95)]
         assert "Earlier messages" not in w.chat.transcript.toPlainText()
         assert w.chat.transcript.toPlainText().count("— ") >= 1  # the day line

@@ -97,11 +97,13 @@ class CommitQueue:
                 idle_pending = self._run_idle()
                 continue
             batch = [first]
-            while batch[-1] is not _STOP and sum(len(w.items) for w in batch) < MAX_GROUP:
+            items = 0 if first is _STOP else len(first.items)  # counted as they come: a burst of
+            while batch[-1] is not _STOP and items < MAX_GROUP:  # thousands is not summed again each time
                 try:
-                    batch.append(self._q.get_nowait())
+                    batch.append(work := self._q.get_nowait())
                 except queue.Empty:
                     break
+                items += 0 if work is _STOP else len(work.items)
             stop = batch[-1] is _STOP
             self._write([w for w in batch if w is not _STOP])
             if stop:

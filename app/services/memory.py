@@ -657,17 +657,17 @@ class MemoryService:
 
     def list(self, project: str | None = None, limit: int = 20, filters: Filters = Filters()) -> list[Message]:
         """The latest messages, newest last."""
-        ids = self.message_ids(project, filters)[::-1]
-        ids = ids[-limit:] if limit else ids
+        ids = self.message_ids(project, filters, limit)[::-1]
         found = self.messages(ids, project)
         return [found[i] for i in ids if i in found]
 
-    def message_ids(self, project: str | None = None, filters: Filters = Filters()) -> list[str]:
-        """Every message id that passes the filters, newest first (cheap: no text is read)."""
+    def message_ids(self, project: str | None = None, filters: Filters = Filters(), limit: int = 0) -> list[str]:
+        """Every message id that passes the filters (the newest ``limit``, if given), newest first
+        (cheap: no text is read)."""
         stores = self._readable(project, False)
         if not stores:
             return []
-        return stores[0].index.newest_ids(where_clause(filters))
+        return stores[0].index.newest_ids(where_clause(filters), limit)
 
     def messages(self, ids: list[str], project: str | None = None) -> dict[str, Message]:
         """Whole messages by id (a browser's page of rows)."""

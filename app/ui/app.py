@@ -80,14 +80,26 @@ def build_services(settings, gpu: bool = True) -> Services:
     return Services(memory, conversation, guard, problem, team)
 
 
+# how long a thread that wants the GIL waits before the one holding it is asked to let go (Python's
+# default: 5 ms). The window's thread needs it for every slot it runs; while the writer and the
+# searches work in Python beside it, a 5 ms wait per slot added up to 20-40 ms late ticks (p99 of
+# bench/ui_stall.py's commits phase 22-37 ms at 5 ms, 7-8 ms at 1 ms, docs/benchmarks.md §17)
+UI_SWITCH_S = 0.001
+
+
 def start_services(settings) -> Services:
     """What the start-up worker does: the services; markdown-it for the chat (here, not with the
-    first reply); then ``gc.freeze()``. The libraries just loaded leave ~150k objects that live as
-    long as Kelvin does; unfrozen, every full garbage collection walks them all — 0.2-0.5 s with the
-    GIL held on a 2-core machine, so the window freezes whichever thread collects."""
+    first reply); the settings rules (here, not by the writer with the first message stored: importing
+    and compiling their patterns held the GIL 40-70 ms in one go, and the window waited); then
+    ``gc.freeze()``, and a shorter switch interval (:data:`UI_SWITCH_S`). The libraries just loaded leave ~150k objects that live as long as Kelvin does;
+    unfrozen, every full garbage collection walks them all — 0.2-0.5 s with the GIL held on a 2-core
+    machine, so the window freezes whichever thread collects."""
     markdown.parser()
     services = build_services(settings)
+    services.memory.extractor  # noqa: B018 — built now (a property)
+    services.memory.trust  # noqa: B018 — and the ledger's trust model read
     gc.freeze()
+    sys.setswitchinterval(UI_SWITCH_S)
     return services
 
 

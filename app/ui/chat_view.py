@@ -27,6 +27,7 @@ from app.core.render_settings.answer_tables import find_tables, stacked
 from app.core.render_settings.chips import ALREADY, IN_USE, SUGGESTED, Chip
 from app.core.dates import as_read, day_as_read
 from app.core.render_settings.parameters import format_value
+from app.ui.paced import Paced
 from app.ui.markdown import ZWSP, plain, render, soft_breaks, stripped
 from app.ui.words import plain_words, reply_end
 
@@ -197,7 +198,9 @@ class ChatView(QWidget):
         self._scratch = QTextDocument(self)  # where an entry's HTML is parsed before it goes in
         self._scratch.setDefaultStyleSheet(TRANSCRIPT_CSS)
         self._scratch.setUndoRedoEnabled(False)
-        self._starts: list[int] = []  # where each entry begins in the transcript's document
+        self._starts: list[int] = []  # where each entry begins in the transcript's document (those drawn)
+        self._drawing = Paced(self._draw_one, self._drawn, self, name="transcriptDrawing")  # entries drawn a slice of time at a time
+        self._then: list = []  # what waits for every entry to be drawn (when_drawn)
         self.chip_menu: QMenu | None = None  # a chip's menu while it is open
         self.composer = Composer(objectName="composer")
         self.composer.setPlaceholderText("Ask about lighting, shading, render settings …  (Enter sends, Shift+Enter: new line)")
@@ -309,7 +312,7 @@ class ChatView(QWidget):
         self.entries[:0] = older
         self._at_end = False
         self._render()
-        bar.setValue(max(0, bar.maximum() - from_bottom))
+        self.when_drawn(lambda: bar.setValue(max(0, bar.maximum() - from_bottom)))
 
     def clear(self) -> None:
         self._timer.stop()
@@ -644,36 +647,66 @@ class ChatView(QWidget):
         return f'<div class="kelvin"><p class="who">Kelvin{when}{tag}</p>{body}{fold}{self._chips(i, e)}</div>'
 
     def _render(self, first: int = 0) -> None:
-        """Draw the entries from ``first`` to the end; those above it stay as they are."""
+        """Draw the entries from ``first`` to the end; those above it stay as they are. A few entries
+        are drawn at once; many (a page written elsewhere, the whole transcript again) are drawn a
+        slice of time at a time (app.ui.paced), the window answering between slices: the entries
+        not drawn yet follow on the next turns of the event loop, the latest last."""
+        first = max(0, min(first, len(self._starts)))  # what is not drawn yet is drawn from where it is
+        if first == 0:
+            self._starts = []  # a new document, from the first entry on (see _draw_one)
+        elif first < len(self._starts):
+            self._rendering = True
+            try:
+                cursor = QTextCursor(self.transcript.document())
+                cursor.setPosition(self._starts[first])
+                cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+                cursor.removeSelectedText()
+                del self._starts[first:]
+            finally:
+                self._rendering = False
+        self._drawing.start()
+
+    @property
+    def drawing(self) -> bool:
+        """Entries are still to be drawn (on the event loop's next turns)."""
+        return self._drawing.busy
+
+    def when_drawn(self, then) -> None:
+        """Run ``then`` once every entry is in the document (at once if they are)."""
+        if self._drawing.busy:
+            self._then.append(then)
+        else:
+            then()
+
+    def _draw_one(self) -> bool:
+        """The next entry not yet in the document goes in at its end; True while more remain."""
         self._rendering = True
         try:
-            self._draw(first)
+            at_end = self._at_end
+            if not self._starts:
+                self.transcript.setHtml(self._html(0, self.entries[0]) if self.entries
+                                        else f'<div class="hello">{HELLO}</div>')
+                self._measure = -1  # a new document: its margins are set again
+                self._fit_measure()
+                self._starts = [0] if self.entries else []
+            else:
+                cursor = QTextCursor(self.transcript.document())
+                cursor.movePosition(QTextCursor.MoveOperation.End)
+                self._starts.append(cursor.position())
+                i = len(self._starts) - 1
+                cursor.insertFragment(self._fragment(self._html(i, self.entries[i])))
+            if at_end:
+                bar = self.transcript.verticalScrollBar()
+                bar.setValue(bar.maximum())
+            return len(self._starts) < len(self.entries)
         finally:
             self._rendering = False
 
-    def _draw(self, first: int) -> None:
-        first = max(0, min(first, len(self._starts)))
-        bar = self.transcript.verticalScrollBar()
-        at_end = self._at_end
-        cursor = QTextCursor(self.transcript.document())
-        if first == 0:
-            self.transcript.setHtml(self._html(0, self.entries[0]) if self.entries else f'<div class="hello">{HELLO}</div>')
-            self._measure = -1  # a new document: its margins are set again
-            self._fit_measure()
-            self._starts = [0] if self.entries else []
-            first = 1
-        elif first < len(self._starts):
-            cursor.setPosition(self._starts[first])
-            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-            cursor.removeSelectedText()
-            del self._starts[first:]
-        for i in range(first, len(self.entries)):
-            cursor.movePosition(QTextCursor.MoveOperation.End)
-            self._starts.append(cursor.position())
-            cursor.insertFragment(self._fragment(self._html(i, self.entries[i])))
-        if at_end:
-            bar.setValue(bar.maximum())
+    def _drawn(self) -> None:
         self._place_jump()
+        then, self._then = self._then, []
+        for fn in then:
+            fn()
 
     def _fragment(self, html: str):
         """An entry as a fragment that starts with a block break, so that its first paragraph keeps

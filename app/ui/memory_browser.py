@@ -84,19 +84,30 @@ class MemoryBrowser(QObject):
                        if project == self.project else None)
 
     def settings(self) -> None:
-        """The current value of every setting of the project, and the selected one's history."""
+        """The current value of every setting of the project, and the selected one's history. Read
+        again only when something was written to the project since they were shown (its change mark
+        moved): each search typed asks, and reading a big project's ledger again each time (thousands
+        of settings and candidates, sorted in Python) held the GIL the window needs."""
         if self.services is None:
             return
-        ledger, project = self.services.conversation.ledger, self.project
+        memory, ledger, project = self.services.memory, self.services.conversation.ledger, self.project
+        panel = self.view.settings
+        shown = panel.shown_mark
+
         def read(report):
+            memory.flush()  # what this window asked to write is in the mark
+            mark = (project, memory.changes(project))
+            if mark == shown:
+                return None  # nothing written since: the settings shown are the settings
             rows = ledger.current(project, candidates=True)
             scene = ledger.scene_answer(project, say_none=False)
-            return rows, scene
+            return rows, scene, mark
 
         def show(found) -> None:
-            if project == self.project:
-                self.view.settings.show_current(found[0])
-                self.view.settings.show_scene(found[1])
+            if found is not None and project == self.project:
+                panel.show_current(found[0])
+                panel.show_scene(found[1])
+                panel.shown_mark = found[2]
 
         self.pools.run(self.pools.memory, read, returned=show,
                        errored=lambda exc: self.view.settings.count.setText(f"Settings could not be read: {exc}"))

@@ -15,6 +15,7 @@ from app.core.dates import as_read
 from app.core.render_settings.parameters import format_value
 from app.services.settings_ledger import question
 from app.ui.markdown import stripped
+from app.ui.paced import Paced
 
 KeyRole = Qt.ItemDataRole.UserRole + 2
 CURRENT_COLUMNS = ("Engine", "Setting", "Decided", "In the file", "Set", "By", "Before")
@@ -208,6 +209,10 @@ class SettingsPanel(QWidget):
             self.table.setColumnWidth(col, width)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.selectionModel().currentRowChanged.connect(self._selected)
+        # the columns are fitted one at a time, the window answering between them: all seven at once
+        # held the UI thread 30-50 ms when the memory browser first showed a big project (bench/ui_stall.py)
+        self._fitting = Paced(self._fit_one, parent=self, name="settingsFit")
+        self._fit_next = len(CURRENT_COLUMNS)
         self.log = QTableView(objectName="settingHistory")
         self.log.setModel(self.history)
         self.log.verticalHeader().hide()
@@ -246,6 +251,7 @@ class SettingsPanel(QWidget):
         layout.addWidget(split, 1)
         layout.addWidget(self.count)
         self._key = None
+        self.shown_mark = None  # the project and its change mark when the settings shown were read
 
     def selected_key(self):
         return self._key
@@ -277,6 +283,7 @@ class SettingsPanel(QWidget):
     def clear(self) -> None:
         """Another project: no setting, no history, no title of the one before."""
         self._key = None
+        self.shown_mark = None
         self.current.set_rows([])
         self.history.set_entries([], {})
         self.title.setText("Select a setting to see its history")
@@ -295,7 +302,8 @@ class SettingsPanel(QWidget):
                             + (f" · {len(asked)} to confirm: " + " · ".join(question(c) for c in asked[:3])
                                if asked else "")) if rows
                            else "No settings yet: state one in the chat (“GI clamp 10”) or set one by hand")
-        self.table.resizeColumnsToContents()  # a few dozen rows: names and values shown whole
+        self._fit_next = 0  # names and values shown whole: the columns fitted to their contents, one a slice
+        self._fitting.start()
         keys = [c.entry.key for c in self.current.rows]
         if key in keys:
             self.table.selectRow(keys.index(key))
@@ -305,6 +313,17 @@ class SettingsPanel(QWidget):
             self.unset_button.setEnabled(False)
             self.adopt_button.setEnabled(False)
             self.title.setText("Select a setting to see its history")  # never the title of one that is gone
+
+    @property
+    def fitting(self) -> bool:
+        """The columns are still being fitted (on the event loop's next turns)."""
+        return self._fitting.busy
+
+    def _fit_one(self) -> bool:
+        col, self._fit_next = self._fit_next, self._fit_next + 1
+        if col < len(CURRENT_COLUMNS) and not self.table.isColumnHidden(col):
+            self.table.resizeColumnToContents(col)
+        return self._fit_next < len(CURRENT_COLUMNS)
 
     def show_scene(self, lines: tuple[str, ...]) -> None:
         """A line per setting where the scene differs from what was decided (hidden: no scene)."""
