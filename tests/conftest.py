@@ -68,10 +68,38 @@ def _no_running_timers_or_workers(request):
     assert not ticking, f"timers left running after the test: {ticking}"
 
 
+def _seconds(item) -> float:
+    """How long a test takes alone on the project's 2-core machine, as its ``slow`` mark says (0: a few
+    seconds at most)."""
+    mark = item.get_closest_marker("slow")
+    return float(mark.kwargs.get("seconds", 10)) if mark else 0.0
+
+
+def _module_shares_a_fixture(item) -> bool:
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(d[-1].scope == "module" for d in defs.values() if d)
+
+
 def pytest_collection_modifyitems(items):
+    """Marks GUI tests, and plans the run on two workers (``-n auto --dist loadgroup``, README): the
+    tests of a module that share a module-scoped fixture (the real-model tier's llama-server, the
+    bundle, a USD stage written once) run on one worker, which sets the fixture up once; and the
+    slowest work goes first, so that the workers end together instead of one waiting on a long
+    test started last. Only the order and the worker change: every test runs, as it is."""
     for item in items:
         if "qtbot" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.gui)
+        if _module_shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    group_seconds: dict[str, float] = {}
+    for item in items:
+        if _module_shares_a_fixture(item):
+            group_seconds[item.module.__name__] = group_seconds.get(item.module.__name__, 0.0) + _seconds(item)
+
+    def weight(item) -> float:
+        return group_seconds.get(item.module.__name__, 0.0) if _module_shares_a_fixture(item) else _seconds(item)
+
+    items.sort(key=lambda item: -weight(item))  # stable: a module's tests keep their order
 
 
 @pytest.fixture
