@@ -75,31 +75,21 @@ def _seconds(item) -> float:
     return float(mark.kwargs.get("seconds", 10)) if mark else 0.0
 
 
-def _module_shares_a_fixture(item) -> bool:
-    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    return any(d[-1].scope == "module" for d in defs.values() if d)
-
-
 def pytest_collection_modifyitems(items):
-    """Marks GUI tests, and plans the run on two workers (``-n auto --dist loadgroup``, README): the
-    tests of a module that share a module-scoped fixture (the real-model tier's llama-server, the
-    bundle, a USD stage written once) run on one worker, which sets the fixture up once; and the
-    slowest work goes first, so that the workers end together instead of one waiting on a long
-    test started last. Only the order and the worker change: every test runs, as it is."""
+    """Marks GUI tests, and plans the run on two workers (README: ``-n auto``; ``--dist loadfile`` in
+    pyproject.toml): a module's tests run on one worker, one after the other, so a module-scoped
+    fixture (the real-model tier's llama-server, the bundle, a USD stage written once) is set up
+    once per run; and the modules with the most slow work (their ``slow(seconds=)`` marks) go first,
+    so that the two workers end together instead of one waiting on a long module started last.
+    Only the order changes: every test runs, as it is. (``--dist loadgroup`` would group finer, but
+    with pytest 9.2 it silently stops grouping: pytest-xdist issue 1386.)"""
     for item in items:
         if "qtbot" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.gui)
-        if _module_shares_a_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-    group_seconds: dict[str, float] = {}
+    module_seconds: dict[str, float] = {}
     for item in items:
-        if _module_shares_a_fixture(item):
-            group_seconds[item.module.__name__] = group_seconds.get(item.module.__name__, 0.0) + _seconds(item)
-
-    def weight(item) -> float:
-        return group_seconds.get(item.module.__name__, 0.0) if _module_shares_a_fixture(item) else _seconds(item)
-
-    items.sort(key=lambda item: -weight(item))  # stable: a module's tests keep their order
+        module_seconds[item.nodeid.split("::")[0]] = module_seconds.get(item.nodeid.split("::")[0], 0.0) + _seconds(item)
+    items.sort(key=lambda item: -module_seconds[item.nodeid.split("::")[0]])  # stable: a module keeps its order
 
 
 @pytest.fixture
