@@ -68,10 +68,28 @@ def _no_running_timers_or_workers(request):
     assert not ticking, f"timers left running after the test: {ticking}"
 
 
+def _seconds(item) -> float:
+    """How long a test takes alone on the project's 2-core machine, as its ``slow`` mark says (0: a few
+    seconds at most)."""
+    mark = item.get_closest_marker("slow")
+    return float(mark.kwargs.get("seconds", 10)) if mark else 0.0
+
+
 def pytest_collection_modifyitems(items):
+    """Marks GUI tests, and plans the run on two workers (README: ``-n auto``; ``--dist loadfile`` in
+    pyproject.toml): a module's tests run on one worker, one after the other, so a module-scoped
+    fixture (the real-model tier's llama-server, the bundle, a USD stage written once) is set up
+    once per run; and the modules with the most slow work (their ``slow(seconds=)`` marks) go first,
+    so that the two workers end together instead of one waiting on a long module started last.
+    Only the order changes: every test runs, as it is. (``--dist loadgroup`` would group finer, but
+    with pytest 9.2 it silently stops grouping: pytest-xdist issue 1386.)"""
     for item in items:
         if "qtbot" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.gui)
+    module_seconds: dict[str, float] = {}
+    for item in items:
+        module_seconds[item.nodeid.split("::")[0]] = module_seconds.get(item.nodeid.split("::")[0], 0.0) + _seconds(item)
+    items.sort(key=lambda item: -module_seconds[item.nodeid.split("::")[0]])  # stable: a module keeps its order
 
 
 @pytest.fixture

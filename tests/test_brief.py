@@ -160,16 +160,17 @@ def test_a_seeded_day_gives_a_brief_whose_settings_are_the_ledger_and_the_archiv
 
 
 def test_a_cancel_or_a_vanished_ollama_mid_run_leaves_the_old_brief_and_archive_untouched(day):
-    with OllamaTestServer(delay_s=0.05) as srv:
+    with OllamaTestServer() as srv:
         conv = day(srv)
         builder = BriefBuilder(conv)
         queue_day(srv)
-        builder.build()
+        builder.build()  # the brief that must survive: written at once
         say_more(conv)
+        srv.delay_s = 0.05  # from here on the model streams at a model's pace
         folder = conv.memory.store().folder
         before = {n: (folder / n).read_bytes() for n in (BRIEF_FILE, ARCHIVE_FILE, "brief.json")}
         cancel = threading.Event()
-        srv.queue_reply(MAP_REPLY.format(d="lighting") + " more words" * 200)
+        srv.queue_reply(MAP_REPLY.format(d="lighting") + " more words" * 20)
 
         def stop_when_writing(done, total, what):
             if what.startswith("Summarising camera"):

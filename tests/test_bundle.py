@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ASKED = os.environ.get("KELVIN_TEST_BUNDLE") == "1"
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.slow(seconds=120),
     pytest.mark.skipif(not ASKED, reason="builds the PyInstaller bundle (~2 min): set KELVIN_TEST_BUNDLE=1"),
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the tarball and install.sh are for Linux"),
 ]

@@ -124,6 +124,7 @@ def test_overflowing_recent_turns_fold_oldest_first_into_notes():
     assert "VRAM grows 0.1 GB per frame." in w2.messages[1]["content"]
 
 
+@pytest.mark.slow(seconds=6)
 @pytest.mark.parametrize("ratio", [0.6, 1.0, 2.5])  # the calibration's whole range: a model's tokens per estimated one
 @pytest.mark.parametrize("offered", [0, tools.SCHEMA_TOKENS])
 def test_the_window_stays_under_budget_whatever_is_thrown_at_it(ratio, offered):

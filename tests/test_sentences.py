@@ -161,6 +161,7 @@ needs_unshare = pytest.mark.skipif(sys.platform != "linux" or not _unshare_ok(),
                                    reason="needs user namespaces (unshare -r)")
 
 
+@pytest.mark.slow(seconds=9)
 @needs_unshare
 def test_another_users_data_is_read_and_a_write_is_refused_in_one_sentence(tmp_path):
     """Inside `unshare -r`, files owned by another account (here: nobody's mapping) are another user's."""
@@ -230,6 +231,7 @@ def _step(out: Path, name: str) -> subprocess.CompletedProcess:
                                        (out / f"{name}.err").read_text())
 
 
+@pytest.mark.slow(seconds=6)
 @needs_unshare
 def test_a_read_only_disk_keeps_reads_and_says_so_for_writes(tmp_path):
     kelvin("memory", "import", str(write_jsonl(tmp_path / "a.jsonl", ROWS)))
@@ -240,6 +242,7 @@ def test_a_read_only_disk_keeps_reads_and_says_so_for_writes(tmp_path):
         assert " is on a read-only disk; reading works: to write, use a data folder on a writable disk" in said, said
 
 
+@pytest.mark.slow(seconds=9)
 @needs_unshare
 def test_a_full_disk_during_chat_and_brief_is_said_as_such(tmp_path):
     (tmp_path / "mnt").mkdir()

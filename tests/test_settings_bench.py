@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.ollama_server import OllamaTestServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +33,7 @@ def bench(data: Path, *args: str) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow(seconds=14)
 def test_the_bench_scores_the_rules_alone_and_with_the_model_pass(tmp_path):
     data = tmp_path / "settings_labelled_t.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in SESSION), encoding="utf-8")
@@ -64,6 +67,7 @@ def test_the_bench_scores_the_rules_alone_and_with_the_model_pass(tmp_path):
     assert "twelve" in chats[1]["messages"][-1]["content"] and "gi_clamp" in chats[1]["messages"][0]["content"]
 
 
+@pytest.mark.slow(seconds=10)
 def test_the_bench_says_so_when_the_model_host_is_down(tmp_path):
     data = tmp_path / "settings_labelled_t.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in SESSION), encoding="utf-8")
@@ -124,6 +128,7 @@ def test_a_proposal_the_ledger_shows_as_current_is_counted_as_floated():
     assert {"tp": 1, "fp": 1, "fn": 1, "to_confirm": 1}.items() <= s["current_values"].items()
 
 
+@pytest.mark.slow(seconds=10)
 def test_the_bench_compares_scopes_only_in_files_labelled_with_them(tmp_path):
     data = tmp_path / "settings_labelled_s.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in SCOPED), encoding="utf-8")

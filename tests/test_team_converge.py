@@ -28,7 +28,7 @@ def _open(make_service, folder: Path, artist: str, server: str):
     return svc, Team(svc)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=75)
 def test_eight_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres, make_service, tmp_path):
     studio = postgres.database("converge_" + uuid.uuid4().hex[:6])
     server = postgres.conninfo(studio, f"writer_{studio}")

@@ -72,7 +72,7 @@ def shared(postgres, make_service, tmp_path):
     lead_team.close()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=15)
 def test_a_kill_before_during_or_after_the_servers_commit_loses_and_doubles_nothing(postgres, shared, make_service,
                                                                                     tmp_path):
     from app.services.team import Team
@@ -101,7 +101,7 @@ def test_a_kill_before_during_or_after_the_servers_commit_loses_and_doubles_noth
     mia_team.close()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=8)
 def test_kills_at_random_moments_of_the_rounds(postgres, shared, make_service, tmp_path):
     from app.services.team import Team
 
@@ -122,7 +122,7 @@ def test_kills_at_random_moments_of_the_rounds(postgres, shared, make_service, t
     mia_team.close()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=4)
 def test_the_server_stopped_restarted_and_cut_mid_round(postgres, shared, make_service, tmp_path):
     """Local work goes on while the server is away; the status says so; the rounds resume by themselves."""
     from app.services.team import Team

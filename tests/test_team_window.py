@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 
+import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from app.config import load
@@ -75,6 +76,7 @@ TERMINAL_DAY = [{"id": f"term-{i:02d}", "project": "Spot", "conversation_id": "t
                  "timestamp": f"2026-11-24T11:{i:02d}:00Z"} for i in range(12)]
 
 
+@pytest.mark.slow(seconds=8)
 def test_the_window_and_a_terminal_write_one_shared_project_and_end_with_the_servers_ledger(
         qtbot, tmp_path, postgres, make_service, monkeypatch):
     """The window (its own background rounds) and commands in a terminal on the same data folder write

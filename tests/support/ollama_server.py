@@ -11,7 +11,7 @@ transfer encoding, as Ollama sends them, so a stream cut short is an error the c
 
 Replies are scripted (``queue_reply``) or ``"Echo: <last user message>"``; embeddings are hashed
 bags of words and trigrams, so texts that share words are close. Faults: ``refuse_next``,
-``vanish_mid_stream``, ``stream_error``, ``delay_s``. By hand: ``python -m tests.support.ollama_server``.
+``vanish_mid_stream``, ``stream_error``, ``delay_s``; ``words_per_chunk`` streams a huge reply in fewer chunks. By hand: ``python -m tests.support.ollama_server``.
 """
 from __future__ import annotations
 
@@ -138,6 +138,7 @@ class OllamaTestServer:
         self.vanish_after = 2
         self.stream_error: str | None = None  # send {"error": ...} after `vanish_after` chunks
         self.honour_num_predict = True  # False: stream the whole reply whatever the limit (a runaway model)
+        self.words_per_chunk = 1  # words per streamed chunk (a huge reply in fewer chunks: the same text, sooner)
         self._bind = (host, port)
         self._loaded: dict[str, dict] = {}
         self._replies: deque[dict] = deque()
@@ -485,6 +486,9 @@ class _Handler(BaseHTTPRequestHandler):
             pieces, reason = pieces[:limit], "length"
         tool_calls = reply["tool_calls"] if chat else []
         prompt_n, eval_n = max(1, prompt_chars // 4), max(1, len(pieces))
+        if owner.words_per_chunk > 1:
+            n = owner.words_per_chunk
+            pieces = ["".join(pieces[i:i + n]) for i in range(0, len(pieces), n)]
 
         def part(text, **extra):
             return {**base, **({"message": {"role": "assistant", "content": text, **extra}} if chat
