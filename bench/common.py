@@ -71,11 +71,14 @@ def machine_info() -> dict:
                 break
     except OSError:
         pass
-    versions = {}
-    for mod in ("lancedb", "pyarrow", "numpy", "torch", "sentence_transformers"):
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}  # (read from the installed packages' metadata: importing torch only for this cost ~6 CPU-s)
+    for mod, dist in (("lancedb", "lancedb"), ("pyarrow", "pyarrow"), ("numpy", "numpy"), ("torch", "torch"),
+                      ("sentence_transformers", "sentence-transformers")):
         try:
-            versions[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001 — optional
+            versions[mod] = version(dist)
+        except PackageNotFoundError:  # optional
             versions[mod] = None
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
