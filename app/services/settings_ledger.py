@@ -280,11 +280,10 @@ class SettingsLedger:
         """The last scene imported into the project, as the ledger holds it (None: never)."""
         self.memory.flush()
         book = self.book(project)
-        latest: dict[tuple[str, str, str], Entry] = {}
-        for key in book.keys():
-            for e in book.history(*key):
-                if e.by == "scene" and not e.candidate and (key not in latest or e.order > latest[key].order):
-                    latest[key] = e
+        # each setting's last scene value is what its current holds (cached by the ledger until an
+        # entry of that setting arrives): no walk over every entry when the browser opens
+        latest: dict[tuple[str, str, str], Entry] = {c.held.key: c.held for c in book.currents(candidates=True)
+                                                     if c.held is not None and not c.held.candidate}
         if not latest:
             return None
         last_ts = max(e.ts_ms for e in latest.values())
