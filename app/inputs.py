@@ -60,6 +60,7 @@ def lines(path: Path, what: str, max_bytes: int, max_line: int) -> Iterator[tupl
                                    "(split it, or is it the right file?)")
             if not block:
                 break
+            _binary(path, lineno, pending, block)
             pieces = (pending + block).split(b"\n")
             pending = pieces.pop()
             if len(pending) > max_line:
@@ -70,6 +71,20 @@ def lines(path: Path, what: str, max_bytes: int, max_line: int) -> Iterator[tupl
                 yield lineno, _decode(path, lineno, raw, max_line, what)
         if pending:
             yield lineno + 1, _decode(path, lineno + 1, pending, max_line, what)
+
+
+def _binary(path: Path, lineno: int, pending: bytes, block: bytes) -> None:
+    """Refuse a file whose bytes are not UTF-8 anywhere in what was read, before any of its lines is used
+    (a sequence cut by the end of the block is finished by the next): random bytes whose first line
+    happens to decode are still said to be binary, on the line where they stop being text."""
+    data = pending + block
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data" and exc.start >= len(data) - 3:
+            return  # (the rest of the character comes with the next block)
+        where = lineno + data.count(b"\n", 0, exc.start) + 1
+        raise InputProblem(f"{path} line {where}: not UTF-8 text (is it a binary file?)") from None
 
 
 def _decode(path: Path, lineno: int, raw: bytes, max_line: int, what: str) -> str:

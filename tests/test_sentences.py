@@ -255,3 +255,17 @@ def test_a_full_disk_during_chat_and_brief_is_said_as_such(tmp_path):
         assert "full" in said or "space" in said, said
         assert "reindex" not in said and "could not be used" not in said
     assert len(json.loads(_step(out, "list").stdout)) == 5  # reads still work, nothing lost
+
+
+def test_random_bytes_whose_first_line_happens_to_decode_are_still_said_to_be_binary(tmp_path):
+    """/dev/urandom's first line is valid UTF-8 about once in a hundred reads ("5" then a line end);
+    the file is judged on every byte read, not line by line, so the sentence is always the true one."""
+    from app.inputs import InputProblem, lines
+
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"5\n" + b"{\"text\": \"ok\"}\n" + bytes(range(128, 256)) * 4 + b"\n")
+    with pytest.raises(InputProblem, match=r"junk\.jsonl line 3: not UTF-8 text \(is it a binary file\?\)"):
+        list(lines(junk, "a .jsonl file", 1 << 20, 1 << 16))
+    text = tmp_path / "text.jsonl"
+    text.write_bytes(b"x" + "é".encode() * 600_000 + b"\n")  # a character cut by the end of a 1 MB read block is not binary
+    assert [n for n, _ in lines(text, "a .jsonl file", 1 << 22, 1 << 22)] == [1]
