@@ -463,14 +463,20 @@ def test_a_long_paste_is_summarised_in_the_background_and_the_note_is_used(serve
     assert "1500 blocks, 12 s and 3 GB each" in window[1]["content"]
 
 
+def _summarising(converse, srv):
+    """A conversation busy in the background with a slow summary (20 s) of a pasted log."""
+    conv = converse(srv.host)
+    paste = "Octane log\n" + "\n".join(f"tile {i}: 0.{i % 10} s" for i in range(3000))
+    srv.queue_reply("Tiles are fine.")
+    srv.queue_reply(" ".join(f"w{i}" for i in range(100)))
+    conv.ask(paste)
+    assert conv.busy_in_background
+    return conv
+
+
 def test_switching_to_recall_stops_a_summary_at_once(converse):
     with OllamaTestServer(delay_s=0.2) as srv:
-        conv = converse(srv.host)
-        paste = "Octane log\n" + "\n".join(f"tile {i}: 0.{i % 10} s" for i in range(3000))
-        srv.queue_reply("Tiles are fine.")
-        srv.queue_reply(" ".join(f"w{i}" for i in range(100)))  # a slow summary: 20 s
-        conv.ask(paste)
-        assert conv.busy_in_background
+        conv = _summarising(converse, srv)
         conv.set_mode("recall", "render started")
         assert conv.wait_background(2) and conv._notes == {}
 
@@ -479,12 +485,7 @@ def test_a_project_switch_stops_a_summary_first_and_no_note_lands_in_the_new_pro
     """One lock discipline: what changes the conversation's project stops the background job, then
     takes the conversation lock; the summary of the project before never writes into the new one."""
     with OllamaTestServer(delay_s=0.2) as srv:
-        conv = converse(srv.host)
-        paste = "Octane log\n" + "\n".join(f"tile {i}: 0.{i % 10} s" for i in range(3000))
-        srv.queue_reply("Tiles are fine.")
-        srv.queue_reply(" ".join(f"w{i}" for i in range(100)))  # a slow summary: 20 s
-        conv.ask(paste)
-        assert conv.busy_in_background
+        conv = _summarising(converse, srv)
         conv.switch_project("Jungle")
         assert not conv.busy_in_background and conv.project == "Jungle" and conv._notes == {}
         conv.new_conversation()
