@@ -269,3 +269,30 @@ def test_random_bytes_whose_first_line_happens_to_decode_are_still_said_to_be_bi
     text = tmp_path / "text.jsonl"
     text.write_bytes(b"x" + "é".encode() * 600_000 + b"\n")  # a character cut by the end of a 1 MB read block is not binary
     assert [n for n, _ in lines(text, "a .jsonl file", 1 << 22, 1 << 22)] == [1]
+
+
+def test_the_checks_ask_ollama_once_for_its_models_and_say_it_when_it_stops_answering(tmp_path):
+    """The checks ask Ollama for its models once (the chat model and the embedder are looked up in
+    that list's answer, not by asking again), and an Ollama gone before the embedder's question is a
+    check that says so — the Setup panel's worker once died of it (CI, stop 39)."""
+    from app.config import load
+    from app.llm.servers import connect
+    from app.services import doctor
+    from tests.support.ollama_server import OllamaTestServer
+
+    with OllamaTestServer() as srv:
+        settings = load({"ollama_host": srv.host, "chat_model": "llama3.1:8b", "embedder": "ollama:nomic-embed-text",
+                         "data_dir": str(tmp_path / "data")})
+        backend = connect(settings)
+        try:
+            checks = {c.name: c for c in doctor.run(settings, backend)}
+        finally:
+            backend.close()
+        assert checks["chat model"].status == doctor.OK and checks["embedder"].status == doctor.OK
+        assert len(srv.requests_to("/api/tags")) == 1  # one list answers both
+    backend = connect(settings)  # the server is gone now: a question to it is a check that says so
+    try:
+        gone = doctor._embedder(settings, backend)
+    finally:
+        backend.close()
+    assert gone.status == doctor.WARN and "stopped answering while nomic-embed-text was checked" in gone.detail

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.gpu import nvml
+from app.llm.backend import full_name
 from app.llm.errors import ModelServerUnavailable
 from app.llm.model_server import ModelServer
 from app.config import Config
@@ -143,7 +144,8 @@ def _ollama(settings: Config, backend: ModelServer) -> list[Check]:
     except ModelServerUnavailable as exc:
         return out + [Check("models", FAIL, str(exc), "check the Ollama server's log")]
     model = settings.chat_model
-    if backend.has_model(model):
+    if full_name(model) in {full_name(m) for m in installed}:  # (the list just read: Ollama is not asked twice,
+        # and one that stops between the two questions is not a crash of the checks)
         try:
             info = backend.show(model)
             tools = "can use memory tools" if info.supports_tools else "no tool calls: use /remember and /forget"
@@ -155,11 +157,12 @@ def _ollama(settings: Config, backend: ModelServer) -> list[Check]:
         out.append(Check("chat model", FAIL, f"{model} is not installed (installed: {others})",
                          f"`ollama pull {model}` (or `kelvin chat`, which offers to pull it), or set "
                          "KELVIN_CHAT_MODEL to an installed model", pull=model))
-    out.append(_embedder(settings, backend))
+    out.append(_embedder(settings, backend, installed))
     return out
 
 
-def _embedder(settings: Config, backend: ModelServer) -> Check:
+def _embedder(settings: Config, backend: ModelServer, installed: list[str] | None = None) -> Check:
+    """``installed``: Ollama's models as the checks just read them (then Ollama is not asked again)."""
     spec = settings.embedder
     kind, _, name = spec.partition(":")
     if spec == "none":
@@ -180,14 +183,18 @@ def _embedder(settings: Config, backend: ModelServer) -> Check:
             return Check("embedder", WARN, f"{spec}: {exc}; search is full-text only until it answers")
         finally:
             other.close()
-    if kind == "openai":
-        if backend.has_model(name):
-            return Check("embedder", OK, f"{name} through {backend.label}")
-        return Check("embedder", WARN, f"{backend.label} has no model {name}; search is full-text only until it has",
-                     f"load {name} in {backend.label}, or set KELVIN_EMBEDDER to one it has, or 'none'")
-    if kind == "ollama":
-        if backend.has_model(name):
-            return Check("embedder", OK, f"{name} through Ollama")
+    if kind in ("openai", "ollama"):
+        try:
+            has = (full_name(name) in {full_name(m) for m in installed}) if installed is not None and kind == "ollama" \
+                else backend.has_model(name)
+        except ModelServerUnavailable as exc:  # it stopped between the checks: said, never a crash of them
+            return Check("embedder", WARN, f"{backend.label} stopped answering while {name} was checked: {exc}",
+                         "check again once it runs")
+        if has:
+            return Check("embedder", OK, f"{name} through {backend.label if kind == 'openai' else 'Ollama'}")
+        if kind == "openai":
+            return Check("embedder", WARN, f"{backend.label} has no model {name}; search is full-text only until it has",
+                         f"load {name} in {backend.label}, or set KELVIN_EMBEDDER to one it has, or 'none'")
         return Check("embedder", WARN, f"{name} is not installed; search is full-text only until it is",
                      f"`ollama pull {name}`", pull=name)
     if kind == "st":
