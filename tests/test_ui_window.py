@@ -521,3 +521,33 @@ def test_end_of_day_writes_the_brief_with_progress_shows_it_and_cancel_keeps_the
         qtbot.waitUntil(lambda: w.briefing.cancel_event is None, timeout=20_000)
         assert "previous brief is unchanged" in w.brief.status.text() and path.read_bytes() == before
         assert w.brief.button.isEnabled() and not w.brief.progress.isVisible()
+
+
+def test_a_list_read_again_keeps_the_selected_rows_and_delete_deletes_them(qtbot, window):
+    """A write here or elsewhere reads the memory list again; the rows the artist selected stay
+    selected (by id), so a Delete pressed a moment later deletes them instead of nothing (seen in a
+    .ci/run: the list re-read between the selection and the key)."""
+    from app.ui.memory_view import TEXT_COLUMN
+
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        memory = w.services.memory
+        for i, text in enumerate(("first note", "second note", "third note")):
+            memory.commit(text, ts_ms=1_763_800_000_000 + i * 60_000)
+        memory.flush()
+        open_browser(qtbot, w)
+        model, table, view = w.memory.model, w.memory.table, w.memory
+        qtbot.waitUntil(lambda: model.rowCount() == 3 and model.index(1, TEXT_COLUMN).data() == "second note",
+                        timeout=10_000)
+        table.setFocus()
+        table.selectRow(1)
+        chosen = model.ids[1]
+        memory.commit("a fourth, written elsewhere", ts_ms=1_763_800_000_000 + 5 * 60_000)
+        memory.flush()
+        ids = [m.id for m in memory.list(limit=10)][::-1]  # newest first, as the browser lists them
+        view.show_results(ids, {}, "")  # the list read again, nothing of it loaded yet
+        assert [model.ids[i.row()] for i in table.selectionModel().selectedRows()] == [chosen]
+        assert model.ids[table.currentIndex().row()] == chosen
+        with qtbot.waitSignal(model.rowsRemoved, timeout=10_000):
+            qtbot.keyClick(table, Qt.Key.Key_Delete)
+        assert "second note" not in [m.text for m in memory.list(limit=10)]

@@ -14,7 +14,7 @@ from datetime import datetime, time
 
 from html import escape
 
-from PySide6.QtCore import QAbstractTableModel, QDate, QEvent, QModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QAbstractTableModel, QDate, QEvent, QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QPalette, QShortcut, QTextDocument
 from PySide6.QtWidgets import (QApplication, QComboBox, QDateEdit, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPlainTextEdit, QStyle, QStyleOptionViewItem,
@@ -386,7 +386,23 @@ class MemoryView(QWidget):
         self._debounce.stop()
 
     def show_results(self, ids: list[str], known: dict, searched: str) -> None:
-        self.model.set_ids(ids, known, searched)
+        # a list read again (a write here or elsewhere) keeps the rows the artist selected, by id: a
+        # Delete pressed a moment later deletes what is selected on screen, not nothing
+        current = self.table.currentIndex()
+        current_id = self.model.ids[current.row()] if current.isValid() and current.row() < len(self.model.ids) else None
+        chosen = {self.model.ids[i.row()] for i in self.table.selectionModel().selectedRows()
+                  if i.row() < len(self.model.ids)}
+        kept = {mid: m for mid, m in self.model.cache.items() if mid in chosen}
+        self.model.set_ids(ids, {**kept, **known}, searched)
+        if chosen:
+            selection = self.table.selectionModel()
+            place = {mid: row for row, mid in enumerate(self.model.ids) if mid in chosen}
+            for row in place.values():
+                selection.select(self.model.index(row, 0), QItemSelectionModel.SelectionFlag.Select
+                                 | QItemSelectionModel.SelectionFlag.Rows)
+            if current_id in place:
+                selection.setCurrentIndex(self.model.index(place[current_id], TEXT_COLUMN),
+                                          QItemSelectionModel.SelectionFlag.NoUpdate)
         if searched:
             what = (f"{len(ids)} match{'es' if len(ids) != 1 else ''} for “{searched}”, best first" if ids
                     else f"Nothing matches “{searched}”")
