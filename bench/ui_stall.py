@@ -23,6 +23,8 @@ over 5 ms (a collection holds the GIL, so it stalls the window from any thread).
 Diagnosis: ``--stacks`` samples every thread's Python stack whenever a tick is 30 ms late (the
 sampler thread costs a little); ``--slots`` times the window's UI-thread methods and lists calls
 over 5 ms; ``--no-freeze`` undoes the start-up ``gc.freeze()`` (to see what it is worth);
+``--no-quiet-collect`` leaves full collections to Python instead of the window's quiet moments
+(``app.ui.quiet_collect``);
 ``--phases search`` runs one phase after the baseline.
 
 The seeded store is built once through ``MemoryService.import_items`` (embedder ``none``; ~90 s for
@@ -443,6 +445,8 @@ def main() -> None:
     ap.add_argument("--slots", action="store_true", help="time the window's UI-thread slots (calls over 5 ms)")
     ap.add_argument("--fresh", action="store_true", help="rebuild the cached seeded store")
     ap.add_argument("--no-freeze", action="store_true", help="undo the start-up gc.freeze() (a comparison)")
+    ap.add_argument("--no-quiet-collect", action="store_true",
+                    help="leave full collections to Python, not the window's quiet moments (a comparison)")
     args = ap.parse_args()
 
     doc = {"benchmark": "ui_stall", "machine": c.machine_info(), "target_max_gap_ms": STALL_MS,
@@ -477,6 +481,8 @@ def main() -> None:
         window.attach(start_services(settings))  # what the app's start-up worker runs (vram_guard off: no GPU)
         if args.no_freeze:
             gc.unfreeze()
+        if args.no_quiet_collect:
+            window.collector.stop()
         doc["services_start_s"] = round(time.perf_counter() - t0, 2)
         wait_until(lambda: not window.chat.composer.isReadOnly(), 60, "the project's transcript")
         history_rng = random.Random(3)
@@ -515,6 +521,7 @@ def main() -> None:
         c.log("closing the window (drains the writer) …")
         window.close()
         doc["stalls"] = summarise(probe)
+        doc["window_full_collections"] = window.collector.collected
         doc["phases"] = phases
         if sampler is not None:
             doc["stall_stacks"] = sampler.report()

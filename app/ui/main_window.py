@@ -31,6 +31,7 @@ from app.ui.memory_browser import MemoryBrowser
 from app.ui.memory_view import MemoryView
 from app.ui.project_watch import ProjectWatch
 from app.ui.projects_presenter import ProjectsPresenter, remember_project
+from app.ui.quiet_collect import QuietCollector
 from app.ui.shortcuts import WINDOW_KEYS, ShortcutSheet
 from app.ui.status_presenter import StatusPresenter
 from app.ui.team_state import TeamPresenter
@@ -79,6 +80,7 @@ class MainWindow(QMainWindow):
         self.projects = ProjectsPresenter(self.header.project_box, ws, self)
         self.watch = ProjectWatch(self.pools, self)  # another Kelvin process wrote the project
         self.team = TeamPresenter(self.header, ws, self)  # a shared project's state; hidden for a personal one
+        self.collector = QuietCollector(lambda: self.pools.busy() > 0, self)  # full garbage collections when nobody can feel them
         self._wire()
 
         body = QWidget()
@@ -137,6 +139,8 @@ class MainWindow(QMainWindow):
         self.watch.written.connect(self._written_elsewhere)
         self.chat.link_hovered.connect(lambda words: ws.say(words, 4000) if words else self.statusBar().clearMessage())
         self.tabs.currentChanged.connect(self._view_changed)
+        self.chat.composer.textChanged.connect(self.collector.typing)
+        self.memory.search.textEdited.connect(self.collector.typing)
         tray.show_window.connect(self._raise)
         tray.free_now.connect(self.guard_watch.free_vram)
         tray.end_of_day.connect(lambda: (self._raise(), self.end_of_day()))
@@ -159,6 +163,8 @@ class MainWindow(QMainWindow):
             self.tabs.setCurrentIndex(index)
 
     def _view_changed(self, index: int) -> None:
+        if self.views.currentWidget() is self.memory:
+            self.collector.soon()  # the browser's listing and searches: collected once the next view painted
         self.views.setCurrentIndex(index)
         self.state.setValue("view", index)
         if self.views.currentWidget() is self.memory and self.services is not None:
@@ -240,6 +246,7 @@ class MainWindow(QMainWindow):
         self.guard_watch.attach_guard(services.guard, services.gpu_problem)
         self.browser.attach(services, services.conversation.project)
         self.workspace.attach(services)
+        self.collector.start()  # after start_services froze what lives as long as Kelvin
         self.projects.project_now(services.conversation.project, greet=True)
         # the memory's own notices (an embedder away: search by full text meanwhile) go to the status
         # bar: the header and the mode box already say that Ollama is away, the transcript need not
@@ -371,6 +378,7 @@ class MainWindow(QMainWindow):
                 self.tray.notify("Kelvin is still running", f"It {doing} in the background. Quit from the tray menu.")
             return
         self.state.sync()
+        self.collector.stop()
         self.status.stop()
         self.projects.stop()
         self.watch.stop()
