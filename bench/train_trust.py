@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from dataclasses import replace
 import sys
 from collections import Counter
 from pathlib import Path
@@ -61,6 +62,20 @@ def status_folds(extractor, sessions, cache: Path) -> dict[str, dict]:
             path.write_text(json.dumps(ts.fit([r for r in rows if r[0] != g])))
         out[g] = json.loads(path.read_text())
     return out
+
+
+def scope_models(extractor, sessions, finals) -> dict[str, object]:
+    """group → the scope model trained without it (``train_scope.py``), when one ships; {} otherwise."""
+    import train_scope as tsc
+
+    shipped = extractor.scope_model
+    if shipped is None:
+        return {}
+    extractor.scope_model = None
+    readings = [(ts.group_of(f"{r[0]}/"), *r[1:]) for r in tsc.readings(extractor, sessions, finals)]
+    extractor.scope_model = shipped
+    return {g: replace(tsc.fit([r for r in readings if r[0] != g]), margin=shipped.margin)
+            for g in {ts.group_of(k) for k in sessions}}
 
 
 def trust_rows(extractor, sessions, finals) -> list[tuple[list[str], int]]:
@@ -136,6 +151,7 @@ def main() -> None:
     ap.add_argument("--kept", type=float, default=0.9, help="without the precision: the most precise threshold that "
                     "keeps this share of the recall without a gate")
     ap.add_argument("--thresholds", type=float, nargs="*", default=[0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9])
+    ap.add_argument("--threshold", type=float, default=None, help="write this threshold instead of the chosen one")
     args = ap.parse_args()
     extractor = se.load_extractor(se.load_taxonomy())
     shipped = json.loads(STATUS.read_text())
@@ -146,9 +162,11 @@ def main() -> None:
     if args.scoped:  # the gate learns from (and is scored on) sessions labelled with scopes only
         sessions = {k: v for k, v in sessions.items() if file_is_scoped(v, finals.get(k, []))}
         folds = {g: w for g, w in folds.items() if any(ts.group_of(k) == g for k in sessions)}
+    scope_folds = scope_models(extractor, sessions, finals)
     rows: dict[str, list] = {}
     for g, weights in folds.items():
         extractor.status_model = StatusModel.from_json({"weights": weights, "sure": sure, "doubt": doubt})
+        extractor.scope_model = scope_folds.get(g, extractor.scope_model)
         mine = {k: v for k, v in sessions.items() if ts.group_of(k) == g}
         rows[g] = trust_rows(extractor, mine, finals)
     doc: dict = {"rows": sum(len(r) for r in rows.values()),
@@ -160,6 +178,7 @@ def main() -> None:
             qs = {}
             for g, weights in folds.items():
                 extractor.status_model = StatusModel.from_json({"weights": weights, "sure": sure, "doubt": doubt})
+                extractor.scope_model = scope_folds.get(g, extractor.scope_model)
                 mine = {k: v for k, v in sessions.items() if ts.group_of(k) == g}
                 trust = TrustModel(models[g].weights, models[g].bias, th)
                 qs[g], _, _ = se.run(extractor, mine, finals, trust=trust)
@@ -169,12 +188,13 @@ def main() -> None:
         doc["cv"] = by_threshold
     if args.write:
         best = choose(list(doc.get("cv", {}).values()), args.precision, args.kept)
-        threshold = best["threshold"] if best else 0.5
+        threshold = args.threshold if args.threshold is not None else best["threshold"] if best else 0.5
         model = fit([r for rs in rows.values() for r in rs])
         OUT.write_text(json.dumps({"about": "whether a decided value may be stated (issue 30): bench/train_trust.py "
                                    "--cv --write", "threshold": threshold, "bias": model.bias, "rows": doc["rows"],
                                    "weights": model.weights}, indent=0, sort_keys=True) + "\n", encoding="utf-8")
-        doc["written"] = {"threshold": threshold, "why": best.get("why") if best else "no --cv",
+        doc["written"] = {"threshold": threshold, "why": "--threshold" if args.threshold is not None
+                          else best.get("why") if best else "no --cv",
                           "features": len(model.weights)}
     print(json.dumps(doc, indent=1))
 

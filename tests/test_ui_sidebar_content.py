@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import date, datetime
 
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QGuiApplication, QTextTable
@@ -101,9 +102,11 @@ def test_dates_read_as_an_artist_reads_them_everywhere(qtbot, window, server):
     w.resize(400, 900)
     memory = w.services.memory
     now = int(time.time() * 1000)
-    memory.commit("Octane GI clamp 25 this morning", ts_ms=now - 60_000)
-    memory.commit("ok, GI clamp 10 it is", ts_ms=now - 26 * 3_600_000)
-    memory.commit("| Setting | Value |\n|---|---|\n| Max samples | 512 |", ts_ms=now - 3 * 86_400_000)
+    midnight = int(datetime.combine(date.today(), datetime.min.time()).timestamp() * 1000)  # local, as shown
+    # (calendar days, not hours: at 00:10 "26 hours ago" is the day before yesterday — a .ci/run saw it)
+    memory.commit("Octane GI clamp 25 this morning", ts_ms=max(now - 60_000, midnight + 1000))
+    memory.commit("ok, GI clamp 10 it is", ts_ms=midnight - 12 * 3_600_000)
+    memory.commit("| Setting | Value |\n|---|---|\n| Max samples | 512 |", ts_ms=midnight - 60 * 3_600_000)
     memory.flush()
     w.show_view(1)
     model = w.memory.model

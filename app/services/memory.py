@@ -69,12 +69,14 @@ from app.config import Config, config_dir
 
 if TYPE_CHECKING:
     from app.core.render_settings.cues import Cues
+    from app.core.render_settings.scope_model import ScopeModel
     from app.core.render_settings.trust import TrustModel
     from app.core.render_settings.extraction import Extractor
 
 log = logging.getLogger("kelvin.memory")
 STATUS_MODEL = "status_model.json"  # the status model bench/train_status.py writes (issue 30)
 TRUST_MODEL = "trust_model.json"  # whether a decided value may be stated: bench/train_trust.py writes it
+SCOPE_MODEL = "scope_model.json"  # which object a value belongs to: bench/train_scope.py writes it
 
 # candidates each leg hands to fusion, at least (and CANDIDATES_PER_K per result asked for): more
 # full-text candidates cost little and find more (docs/benchmarks.md §12); the vector leg's ANN
@@ -132,7 +134,7 @@ def load_catalogue(data: dict | None = None) -> Catalogue:
 def load_extractor(data: dict | None = None, catalogue: Catalogue | None = None) -> "Extractor":
     from app.core.render_settings.extraction import Extractor  # (0.1 s of patterns: only where messages are read)
 
-    return Extractor(catalogue or load_catalogue(data), load_cues(), load_status_model())
+    return Extractor(catalogue or load_catalogue(data), load_cues(), load_status_model(), load_scope_model())
 
 
 def load_cues() -> "Cues":
@@ -150,6 +152,20 @@ def load_status_model() -> StatusModel | None:
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         log.warning("the status model %s could not be read (%s): statuses are read by the rules alone",
                     STATUS_MODEL, exc)
+        return None
+
+
+def load_scope_model() -> "ScopeModel | None":
+    """Which object a value belongs to (``scope_model.py``; ``resources/scope_model.json``, written by
+    bench/train_scope.py); without it the rules of ``scopes.py`` decide alone."""
+    from app.core.render_settings.scope_model import ScopeModel
+
+    try:
+        return ScopeModel.from_json(json.loads(resources.read_text(SCOPE_MODEL)))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        log.warning("the scope model %s could not be read (%s): scopes are read by the rules alone", SCOPE_MODEL, exc)
         return None
 
 

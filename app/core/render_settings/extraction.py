@@ -19,6 +19,8 @@ from app.core.render_settings import parameters as P
 from app.core.render_settings.answer_tables import compared
 from app.core.render_settings.cues import Cues
 from app.core.render_settings.parameters import ANY, Catalogue, ParamSpec, Value
+from app.core.render_settings.scope_model import ScopeModel
+from app.core.render_settings.scope_model import candidates as scope_candidates
 from app.core.render_settings.scopes import OBJECT_KEYS, known_object, scope_of
 from app.core.render_settings.status_model import Sentence, StatusModel, locate
 from app.core.render_settings.status_model import read as read_status
@@ -37,10 +39,13 @@ class _Found:
 
 
 class Extractor:
-    def __init__(self, catalogue: Catalogue, cues: Cues, status_model: StatusModel | None = None):
+    def __init__(self, catalogue: Catalogue, cues: Cues, status_model: StatusModel | None = None,
+                 scope_model: ScopeModel | None = None):
         self.cat = catalogue
         self.cues = cues  # the phrase book (resources/phrases/*.toml)
         self.status_model = status_model  # how statuses are read (None: by the rules alone)
+        self.scope_model = scope_model  # which object a value belongs to (None: by the rules alone)
+        self.scope_seen: list | None = None  # bench/train_scope.py: each reading's candidates, recorded
         self.guess = False  # offer loose values to the status model (on whenever there is one)
         vocab = {w for words in list(catalogue._phrases) + list(catalogue.engines) for w in words if w.isalpha()}
         self._vocab = vocab
@@ -275,9 +280,15 @@ class Extractor:
             return ""
         at = -1 if where < 0 else _nth_word(toks, where)
         names = [(_nth_word(toks, s), _nth_word(toks, e - 1) + 1) for s, e in said.names(spec.ident)]
-        if not (spec.key in OBJECT_KEYS or self.cues.for_named_re.search(said.text)):
-            return known_object(toks, at, objects)
-        return scope_of(spec, toks, at, names) or known_object(toks, at, objects)
+        rule = scope_of(spec, toks, at, names) \
+            if spec.key in OBJECT_KEYS or self.cues.for_named_re.search(said.text) else ""
+        known = known_object(toks, at, objects)
+        if self.scope_model is None and self.scope_seen is None:
+            return rule or known
+        options = scope_candidates(spec.key, spec.kind == "bool", toks, at, names, objects, rule, known)
+        if self.scope_seen is not None:  # (bench/train_scope.py: what it learns from)
+            self.scope_seen.append((m, options, rule or known))
+        return self.scope_model.choose(options, rule or known) if self.scope_model is not None else rule or known
 
     def _guesses(self, toks: list[str], found, got: list[Mention], engine: str, ctx: Context, status: str,
                  n_sentence: int) -> list[Mention]:
