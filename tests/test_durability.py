@@ -421,40 +421,62 @@ FULL_DISK = r"""
 set -u
 mount -t tmpfs -o size=24m tmpfs "$MNT" || exit 77
 export KELVIN_DATA_DIR="$MNT/data"
-k() { name=$1; shift; "$PY" -m app "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; echo $? >"$OUT/$name.rc"; }
-k import_small memory import "$SMALL"
-dd if=/dev/zero of="$MNT/filler" bs=64k 2>/dev/null
-k list memory list --limit 0 --json
-k search memory search "render note 3" --json
-k stats memory stats --json
-k import_big memory import "$BIG"
-k remember memory remember "keep the GI clamp at 10"
-"$PY" - <<'EOF' >"$OUT/append.out" 2>&1
-import os, sys
+exec "$PY" - <<'EOF'
+# one interpreter in the private mount namespace; each command runs in it as `kelvin …` would
+# (tests.support.cli.kelvin: its own streams, exit status and logging), its answer kept in $OUT
+import os
 from pathlib import Path
+
+from tests.support.cli import kelvin
+
+OUT, MNT = Path(os.environ["OUT"]), Path(os.environ["MNT"])
+
+
+def k(name, *args):
+    proc = kelvin(*args, check=False)
+    (OUT / f"{name}.out").write_text(proc.stdout)
+    (OUT / f"{name}.err").write_text(proc.stderr)
+    (OUT / f"{name}.rc").write_text(f"{proc.returncode}\n")
+
+
+k("import_small", "memory", "import", os.environ["SMALL"])
+with open(MNT / "filler", "wb", buffering=0) as filler:  # the disk fills up
+    try:
+        while True:
+            filler.write(bytes(65536))
+    except OSError:
+        pass
+k("list", "memory", "list", "--limit", "0", "--json")
+k("search", "memory", "search", "render note 3", "--json")
+k("stats", "memory", "stats", "--json")
+k("import_big", "memory", "import", os.environ["BIG"])
+k("remember", "memory", "remember", "keep the GI clamp at 10")
+
 from app.memory.journal import Journal, JournalError
+
 j = Journal(Path(os.environ["KELVIN_DATA_DIR"]) / "default" / "journal")
 j.open_for_write()
 seg = j.segments()[-1]
 size = seg.stat().st_size
 try:
     j.append([("message.add", {"id": f"z{i}", "text": "x" * 1000}) for i in range(2000)])
-    print("appended")
+    said = "appended"
 except JournalError as exc:
-    print("refused:", exc)
-print("size unchanged:", seg.stat().st_size == size)
-EOF
-"$PY" - "$BIG" <<'PYU' >"$OUT/unchecked.out" 2>"$OUT/unchecked.err"; echo $? >"$OUT/unchecked.rc"
-import sys
+    said = f"refused: {exc}"
+j.close()  # (its write lock: the commands below take it)
+(OUT / "append.out").write_text(f"{said}\nsize unchanged: {seg.stat().st_size == size}\n")
+
 import app.memory.store.disk_room as disk_room
+
+checked = disk_room.disk_needed
 disk_room.disk_needed = lambda texts, vectors: 0  # as if the disk filled up between the check and the write
-from app.cli import main
-sys.exit(main(["memory", "import", sys.argv[1]]))
-PYU
-k journal_ids memory list --limit 0 --json
-rm "$MNT/filler"
-k import_big_again memory import "$BIG"
-k stats_after memory stats --json
+k("unchecked", "memory", "import", os.environ["BIG"])
+disk_room.disk_needed = checked
+k("journal_ids", "memory", "list", "--limit", "0", "--json")
+os.remove(MNT / "filler")
+k("import_big_again", "memory", "import", os.environ["BIG"])
+k("stats_after", "memory", "stats", "--json")
+EOF
 """
 
 
@@ -464,7 +486,7 @@ def _unshare_ok() -> bool:
     return subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=7)
 @pytest.mark.skipif(not _unshare_ok(), reason="needs a private mount namespace (unshare -rm) for a small tmpfs")
 def test_a_full_disk_keeps_reads_working_and_refuses_writes_plainly(tmp_path):
     small = write_jsonl(tmp_path / "small.jsonl", _rows(50))

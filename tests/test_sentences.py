@@ -22,6 +22,7 @@ import pytest
 
 from tests.support.processes import ollama_server
 from tests.support.cli import ROOT, kelvin, kelvin_process, write_jsonl
+from tests.support.namespace import in_namespace, step
 
 ROWS = [{"id": f"r{i}", "text": f"render note {i}: Octane GI clamp {i}", "timestamp": f"2026-11-20T09:00:{i:02d}Z"}
         for i in range(5)]
@@ -161,7 +162,7 @@ needs_unshare = pytest.mark.skipif(sys.platform != "linux" or not _unshare_ok(),
                                    reason="needs user namespaces (unshare -r)")
 
 
-@pytest.mark.slow(seconds=9)
+@pytest.mark.slow(seconds=5)
 @needs_unshare
 def test_another_users_data_is_read_and_a_write_is_refused_in_one_sentence(tmp_path):
     """Inside `unshare -r`, files owned by another account (here: nobody's mapping) are another user's."""
@@ -178,83 +179,57 @@ def test_another_users_data_is_read_and_a_write_is_refused_in_one_sentence(tmp_p
         os.chown(p, other.pw_uid, other.pw_gid, follow_symlinks=False)
         os.chmod(p, 0o755 if p.is_dir() else 0o644)
 
-    def run(*args):
-        return subprocess.run(["unshare", "-r", sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True,
-                              text=True, timeout=120, env=os.environ.copy())
-
-    listed = run("memory", "list", "--json")
+    answers = in_namespace(tmp_path, [
+        ["list", "memory", "list", "--json"], ["search", "memory", "search", "GI clamp 3", "--json"],
+        ["settings", "settings", "list"], ["projects", "project", "list"],
+        ["remember", "memory", "remember", "the client wants warm light"], ["create", "project", "create", "Forest"],
+        ["import", "memory", "import", str(tmp_path / "a.jsonl")]], mounts=False)
+    listed = step(answers, "list")
     assert listed.returncode == 0 and len(json.loads(listed.stdout)) == 5, listed.stderr
-    assert run("memory", "search", "GI clamp 3", "--json").returncode == 0
-    assert "Octane GI clamp = 10" in run("settings", "list").stdout
-    assert "default" in run("project", "list").stdout
-    for args in (("memory", "remember", "the client wants warm light"), ("project", "create", "Forest"),
-                 ("memory", "import", str(tmp_path / "a.jsonl"))):
-        said = _one_line(run(*args))
+    assert step(answers, "search").returncode == 0
+    assert "Octane GI clamp = 10" in step(answers, "settings").stdout
+    assert "default" in step(answers, "projects").stdout
+    for name in ("remember", "create", "import"):
+        said = _one_line(step(answers, name))
         assert said.startswith("kelvin: no permission to write ") and "reading works" in said and "--data-dir" in said
         assert "reindex" not in said
 
 
-READ_ONLY = r"""
-set -u
-mount --bind "$DATA" "$DATA" && mount -o remount,bind,ro "$DATA" || exit 77
-k() { name=$1; shift; "$PY" -m app "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; echo $? >"$OUT/$name.rc"; }
-k list memory list --json
-k remember memory remember "keep the GI clamp at 10"
-k chat chat --once --mode recall "what GI clamp?"
-"""
-
-FULL = r"""
-set -u
-mount -t tmpfs -o size=8m tmpfs "$MNT" || exit 77
-export KELVIN_DATA_DIR="$MNT/data"
-k() { name=$1; shift; "$PY" -m app "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"; echo $? >"$OUT/$name.rc"; }
-k import memory import "$ROWS"
-dd if=/dev/zero of="$MNT/filler" bs=4k 2>/dev/null
-k chat chat --once --mode recall "what GI clamp did we use?"
-k brief brief
-k list memory list --json
-"""
+READ_ONLY = '''mount --bind "$DATA" "$DATA" && mount -o remount,bind,ro "$DATA" || exit 77'''
+FULL = '''mount -t tmpfs -o size=8m tmpfs "$MNT" || exit 77
+export KELVIN_DATA_DIR="$MNT/data"'''
 
 
-def _script(tmp_path: Path, script: str, **env) -> Path:
-    out = tmp_path / "out"
-    out.mkdir()
-    proc = subprocess.run(["unshare", "-rm", "bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "OUT": str(out), "PY": sys.executable, **env})
-    if proc.returncode == 77:
-        pytest.skip("no mount namespace here")
-    return out
-
-
-def _step(out: Path, name: str) -> subprocess.CompletedProcess:
-    return subprocess.CompletedProcess([name], int((out / f"{name}.rc").read_text()), (out / f"{name}.out").read_text(),
-                                       (out / f"{name}.err").read_text())
-
-
-@pytest.mark.slow(seconds=6)
+@pytest.mark.slow(seconds=3)
 @needs_unshare
 def test_a_read_only_disk_keeps_reads_and_says_so_for_writes(tmp_path):
     kelvin("memory", "import", str(write_jsonl(tmp_path / "a.jsonl", ROWS)))
-    out = _script(tmp_path, READ_ONLY, DATA=str(tmp_path / "data"))
-    assert _step(out, "list").returncode == 0 and len(json.loads(_step(out, "list").stdout)) == 5
+    out = in_namespace(tmp_path, [["list", "memory", "list", "--json"],
+                                  ["remember", "memory", "remember", "keep the GI clamp at 10"],
+                                  ["chat", "chat", "--once", "--mode", "recall", "what GI clamp?"]],
+                       READ_ONLY, DATA=str(tmp_path / "data"))
+    assert step(out, "list").returncode == 0 and len(json.loads(step(out, "list").stdout)) == 5
     for name in ("remember", "chat"):
-        said = _one_line(_step(out, name))
+        said = _one_line(step(out, name))
         assert " is on a read-only disk; reading works: to write, use a data folder on a writable disk" in said, said
 
 
-@pytest.mark.slow(seconds=9)
+@pytest.mark.slow(seconds=3)
 @needs_unshare
 def test_a_full_disk_during_chat_and_brief_is_said_as_such(tmp_path):
     (tmp_path / "mnt").mkdir()
     rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     with ollama_server("--delay", "0") as host:
-        out = _script(tmp_path, FULL, MNT=str(tmp_path / "mnt"), ROWS=str(rows), KELVIN_OLLAMA_HOST=host)
-    assert _step(out, "import").returncode == 0
+        out = in_namespace(tmp_path, [["import", "memory", "import", str(rows)], ["fill", str(tmp_path / "mnt" / "filler")],
+                                      ["chat", "chat", "--once", "--mode", "recall", "what GI clamp did we use?"],
+                                      ["brief", "brief"], ["list", "memory", "list", "--json"]],
+                           FULL, MNT=str(tmp_path / "mnt"), KELVIN_OLLAMA_HOST=host)
+    assert step(out, "import").returncode == 0
     for name in ("chat", "brief"):
-        said = _one_line(_step(out, name))
+        said = _one_line(step(out, name))
         assert "full" in said or "space" in said, said
         assert "reindex" not in said and "could not be used" not in said
-    assert len(json.loads(_step(out, "list").stdout)) == 5  # reads still work, nothing lost
+    assert len(json.loads(step(out, "list").stdout)) == 5  # reads still work, nothing lost
 
 
 def test_random_bytes_whose_first_line_happens_to_decode_are_still_said_to_be_binary(tmp_path):
