@@ -22,7 +22,8 @@ context it carries, exactly as the settings ledger does, and report:
 With ``--model NAME`` (a small model on the Ollama host of ``--host``), every message also goes
 through the optional model pass exactly as the app runs it (the same prompt, JSON schema and strict
 check against the taxonomy, adding only what the rules did not find), so its worth can be read on
-the blind sets: ``--data bench/data/settings_labelled_l.jsonl --model qwen2.5:3b``.
+the blind sets: ``--data bench/data/settings_labelled_l.jsonl --model qwen2.5:3b``; ``--openai-url`` sends it to
+an OpenAI-compatible server instead (llama.cpp's llama-server with Gemma 3 270M: ``bench/real_model.py``'s parts).
 
     python bench/settings_extraction.py > bench/results/settings_extraction.json
 """
@@ -83,9 +84,12 @@ class ModelPass:
     """The optional model pass over one message, as the app runs it (``Conversation._extract``): the
     prompt and schema of ``app.core.render_settings.model_extraction``, its strict check, only what the rules missed."""
 
-    def __init__(self, host: str, model: str, cpu: bool = False):
+    def __init__(self, host: str, model: str, cpu: bool = False, openai_url: str = ""):
         from app.llm.backend import OllamaBackend
-        self.backend, self.model, self.cpu = OllamaBackend(host), model, cpu
+        from app.llm.openai_compat import OpenAIBackend
+        backend = OpenAIBackend(openai_url, timeout_s=600) if openai_url else OllamaBackend(host)
+        self.backend, self.model, self.cpu = backend, model, cpu
+        host = openai_url or host
         self.stats = {"model": model, "host": host, "calls": 0, "failed": 0, "kept_nothing": 0, "added": 0,
                       "seconds": 0.0}
 
@@ -226,6 +230,8 @@ def main() -> None:
     ap.add_argument("--host", default=os.environ.get("KELVIN_OLLAMA_HOST", "http://127.0.0.1:11434"),
                     help="the Ollama host for --model")
     ap.add_argument("--cpu", action="store_true", help="run the model pass on the CPU (num_gpu 0)")
+    ap.add_argument("--openai-url", default="", help="the model pass through an OpenAI-compatible server at this URL "
+                    "(llama.cpp's llama-server, LM Studio, vLLM) instead of Ollama")
     args = ap.parse_args()
     taxonomy = load_taxonomy()
     extractor, tagger = load_extractor(taxonomy), load_tagger(taxonomy)
@@ -235,7 +241,7 @@ def main() -> None:
     left_out = {x.strip() for x in args.without.split(",") if x.strip()}
     sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in left_out}
     rows = [r for rs in sessions.values() for r in rs]
-    model_pass = ModelPass(args.host, args.model, args.cpu) if args.model else None
+    model_pass = ModelPass(args.host, args.model, args.cpu, args.openai_url) if args.model else None
     try:
         trust = None if args.rules_only or args.no_trust else load_trust()
         quality, errors, by_file = run(extractor, sessions, finals, model_pass, trust=trust)
