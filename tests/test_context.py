@@ -247,3 +247,29 @@ def test_the_window_keeps_the_best_ranked_of_near_duplicates():
     ing = Ingredients(system="You are Kelvin.", question="How many samples for the hero?", recalled=(*msgs, other))
     kept_memories, kept, repeats = distinct(ing)
     assert [m.id for m in kept] == ["m0", "x"] and repeats == 3
+
+
+def test_the_quick_count_of_plain_text_is_the_piece_by_piece_count():
+    """``estimate`` counts ASCII text with two regular expressions instead of a step per piece (a long
+    paste is counted many times while a window is packed): the same number, on any text."""
+    import random
+
+    from app.core import tokens
+
+    def piece_by_piece(text: str) -> int:
+        n = 0
+        for piece in tokens._PIECES.findall(text):
+            if piece[0].isalpha() and len(piece) > tokens.WORD_CHARS_PER_TOKEN:
+                n += 1 + (len(piece) - 1) // tokens.WORD_CHARS_PER_TOKEN
+            elif piece[0].isalpha() and not piece.isascii():
+                n += len(piece)
+            else:
+                n += 1
+        return n + text.count("\n\n")
+
+    rng = random.Random(7)
+    alphabet = "abcdefghijKLMNOP 0123456789_-.,;:!?()[]{}\n\t'\"/\\@#$%^&*+=<>|~`"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 300))) for _ in range(3000)]
+    texts += ["Octane GI clamp 10, max samples 2048 — the kitchen's HDRI at 1.5", "x " * 5000, "supercalifragilistic"]
+    for text in texts:
+        assert tokens.estimate(text) == piece_by_piece(text), repr(text)

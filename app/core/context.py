@@ -122,24 +122,32 @@ class Seen:
         self._same: set[str] = set()
         self._gists: set[str] = set()
         self._words: list[frozenset[str]] = []
+        self._read: dict[str, tuple[str, str, frozenset[str]]] = {}  # each text reduced once (pastes are long)
         for t in texts:
             self.add(t)
 
+    def _reduced(self, text: str) -> tuple[str, str, frozenset[str]]:
+        got = self._read.get(text)
+        if got is None:
+            g = gist(text)
+            got = self._read[text] = (same_words(text), g, frozenset(g.split()))
+        return got
+
     def add(self, text: str) -> None:
-        self._same.add(same_words(text))
-        self._gists.add(gist(text))
-        words = _content(text)
+        same, g, words = self._reduced(text)
+        self._same.add(same)
+        self._gists.add(g)
         if len(words) >= NEAR_MIN_WORDS:
             self._words.append(words)
 
     def same(self, text: str) -> bool:
         """Said in the same words (a kept memory is left out only then: it is the durable copy)."""
-        return same_words(text) in self._same
+        return self._reduced(text)[0] in self._same
 
     def repeats(self, text: str) -> bool:
-        if same_words(text) in self._same or (gist(text) and gist(text) in self._gists):
+        same, g, words = self._reduced(text)
+        if same in self._same or (g and g in self._gists):
             return True
-        words = _content(text)
         return len(words) >= NEAR_MIN_WORDS and any(len(words & w) / len(words | w) >= NEAR for w in self._words)
 
 
