@@ -112,7 +112,7 @@ def candidates(key: str, kind_bool: bool, toks: list[str], at: int, names: list[
     if at < 0:
         none.append("none:no_value")
     out.append(("", base + none))
-    seen: dict[str, tuple[int, list[str]]] = {}
+    seen: dict[str, tuple[int, str, list[str]]] = {}  # name → its nearest mention: gap, side, features
     for s, e in spans:
         words = toks[s:e]
         tail = toks[e] if e < len(toks) and toks[e] in _OBJECT_TAIL else ""
@@ -134,7 +134,7 @@ def candidates(key: str, kind_bool: bool, toks: list[str], at: int, names: list[
         f.append(f"commas:{side}:{min(commas, 2)}")
         if any(t in _BREAKS - {",", ";"} for t in between):
             f.append(f"conj_between:{side}")
-        if any(j for j in numbers if (lo <= j < hi)):
+        if any(lo <= j < hi for j in numbers):
             f.append(f"value_between:{side}")
         if any(lo <= a < hi for a, _ in names):
             f.append(f"param_between:{side}")
@@ -174,19 +174,17 @@ def candidates(key: str, kind_bool: bool, toks: list[str], at: int, names: list[
             or okey in known_keys or okey == rule_key
         if not strong and (commas or any(t in _BREAKS for t in between)):
             continue  # a bare word in another clause: not a reading anyone would make
-        if any(n for n in names if n[0] <= s < n[1] or s <= n[0] < e):
+        if any(a <= s < b or s <= a < e for a, b in names):
             f.append("is_param_name")
         prev = seen.get(name)
         if prev is None or gap < prev[0]:
-            seen[name] = (gap, base + f)
-    nearest = {}
-    for name, (gap, f) in seen.items():
-        side = next((x.split(":")[1] for x in f if x.startswith("side:")), "")
+            seen[name] = (gap, side, base + f)
+    nearest: dict[str, tuple[int, str]] = {}  # side → the name nearest the value on it
+    for name, (gap, side, _f) in seen.items():
         if side not in nearest or gap < nearest[side][0]:
             nearest[side] = (gap, name)
-    for name, (_gap, f) in seen.items():
-        side = next((x.split(":")[1] for x in f if x.startswith("side:")), "")
-        if nearest.get(side, (0, ""))[1] == name:
+    for name, (_gap, side, f) in seen.items():
+        if nearest[side][1] == name:
             f = f + [f"nearest:{side}", f"nearest:{kind}:{side}"]
         out.append((name, f))
     # what the rules or the conversation gave, if no span of this sentence says it (a scope carried over)
