@@ -109,10 +109,6 @@ def gist(text: str) -> str:
                     and w not in _SMALL)
 
 
-def _content(text: str) -> frozenset[str]:
-    return frozenset(gist(text).split())
-
-
 class Seen:
     """What the window holds, to leave out what would only repeat it: the same words, the same words up
     to numbers and dates (a question asked again another day), or nearly the same content words (a
