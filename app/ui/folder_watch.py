@@ -61,7 +61,8 @@ class FolderWatch(QObject):
             self._watcher.removePaths(sorted(stale))
 
     def _seen(self, _path: str) -> None:
-        self._settle.start()
+        if self._wanted:  # (a change queued before stop() arrives after it: nothing is watched now)
+            self._settle.start()
 
     def _settled(self) -> None:
         self._follow()  # a path made or gone meanwhile
