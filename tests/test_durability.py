@@ -527,3 +527,28 @@ def test_a_full_disk_keeps_reads_working_and_refuses_writes_plainly(tmp_path):
     rc, stdout, stderr = step("import_big_again")  # with room again, the import goes through whole
     assert rc == 0 and "imported 3,000 messages" in stdout, stderr
     assert json.loads(step("stats_after")[1])["messages"] == 3050
+
+
+def test_an_edit_replayed_after_a_kill_between_its_delete_and_its_put_keeps_the_message(service):
+    """An edit is applied to the index as a delete, then a put. Killed in between, the edit is applied
+    again at the next start (the index's mark never moved past it) — and finds its message gone from
+    the index. It is taken from the journal then, not skipped (a .ci/run saw a teammate's edited message
+    vanish from one Kelvin's index after the kill tests)."""
+    from app.memory.store.events import OP_MESSAGE_EDIT
+    from app.memory.store.projecting import _apply_one
+
+    msg, _ = service.commit("Octane AO distance 5 on the interior")
+    service.commit("Octane AO distance 2 was too dark")
+    service.flush()
+    service.edit(msg.id, "Octane AO distance 3 on the interior, final")
+    store = service.store()
+    edit = [e for e in store.journal.read() if e.op == OP_MESSAGE_EDIT][-1]
+
+    def killed_between_and_replayed():
+        with store.writing():
+            store.index.delete_messages([msg.id])  # the edit's delete landed; its put never did
+            _apply_one(store, edit, True)  # the next start applies the edit again
+
+    service.writer.call(killed_between_and_replayed).result()
+    assert store.index.messages([msg.id])[msg.id].text == "Octane AO distance 3 on the interior, final"
+    assert [h.message.id for h in service.search("AO distance 3", k=1)] == [msg.id]

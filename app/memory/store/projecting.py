@@ -13,6 +13,7 @@ from app.memory.journal import Entry
 from app.memory.replies import OP_REPLY_PART
 from app.memory.settings_book import SETTING_OPS
 from app.memory.store import day_end
+from app.memory.store.fold import fold_journal
 from app.memory.store.events import (
     CONTEXT_ENGINE,
     DATA_ERRORS,
@@ -169,8 +170,11 @@ def _apply_one(store: ProjectStore, entry: Entry, replay: bool, force: bool = Fa
         store.book.remove(data["id"])
     elif entry.op == OP_MESSAGE_EDIT:
         old = store.index.messages([data["id"]]).get(data["id"])
+        if old is None:  # a kill between this edit's delete and its put, replayed: the journal still has it
+            old = fold_journal(store).messages.get(data["id"])
         if old is None:
-            log.warning("journal edits message %s, which is not in the index; skipped", data["id"])
+            log.warning("journal edits message %s, which is neither in the index nor in the journal; skipped",
+                        data["id"])
             return
         new = store.to_message({**old.to_event(), "text": data["text"],
                                 CONTEXT_ENGINE: data.get(CONTEXT_ENGINE, old.tags.engine or "")})
