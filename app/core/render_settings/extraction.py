@@ -157,7 +157,9 @@ class Extractor:
             last=(tuple(s for s in ctx.last if s.ident not in mentioned) + tuple(mentioned.values()))[-6:],
             proposals=proposals if proposals else (() if role == "user" and out else ctx.proposals),
             applied=applied or ctx.applied,
-            asked=tuple(s for k, s in named.items() if k not in mentioned)[-3:] if role == "assistant" and "?" in text else (),
+            # named without a value in a question, by either side ("what's your max samples?"): a bare
+            # value next answers it, not the parameter talked about before
+            asked=tuple(s for k, s in named.items() if k not in mentioned)[-3:] if "?" in text else (),
             objects=_known(ctx.objects, out),
         )
         return out, new_ctx
