@@ -140,7 +140,9 @@ def test_a_flipped_byte_in_the_journal_survives_reindex(make_service):
     assert "damaged line" in rec and "read back and kept" in rec
     assert f"kelvin:begin {msgs[1].id}" in _md(folder)
     edits = [e.data for e in _events(folder) if e.op == "message.edit"]
-    assert edits == [{"id": msgs[1].id, "text": "Cycles max bounces 12"}]  # the correction is journaled
+    # the correction is journaled, the whole message with it
+    assert [(e["id"], e["text"], e["role"], e["ts_ms"]) for e in edits] == [(msgs[1].id, "Cycles max bounces 12", "user",
+                                                                          msgs[1].ts_ms)]
     svc2.close()
 
     shutil.rmtree(folder / "memory.lance")  # no second copy: the line as it reads now is what is kept

@@ -14,31 +14,42 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.team_memory import journal_ids, memory_of
+from tests.support.team_memory import differences, journal_ids, memory_of
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITERS = 8
 OPS = int(os.environ.get("KELVIN_CONVERGE_OPS", "24"))
 
 
-def _open(make_service, folder: Path, artist: str, server: str):
+@pytest.fixture
+def open_kelvin(make_service):
+    """Open a Kelvin on a data folder with its team link; every link is closed at the end, failed
+    test or not (a connection left open would be reported by the next test's setup)."""
     from app.services.team import Team
 
-    svc = make_service(data_dir=str(folder), team_server=server, artist=artist)
-    return svc, Team(svc)
+    teams = []
+
+    def open_(folder: Path, artist: str, server: str):
+        svc = make_service(data_dir=str(folder), team_server=server, artist=artist)
+        teams.append(Team(svc))
+        return svc, teams[-1]
+
+    yield open_
+    for team in teams:
+        team.close()
 
 
 @pytest.mark.slow(seconds=75)
-def test_eight_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres, make_service, tmp_path):
+def test_eight_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres, open_kelvin, tmp_path):
     studio = postgres.database("converge_" + uuid.uuid4().hex[:6])
     server = postgres.conninfo(studio, f"writer_{studio}")
     project = "Spot 30s"
-    lead, lead_team = _open(make_service, tmp_path / "lead", "Lead", server)
+    lead, lead_team = open_kelvin(tmp_path / "lead", "Lead", server)
     lead.commit("kick-off: the look is warm, GI clamp 10", project=project)[1].result()
     lead_team.share(project)
     artists = [f"A{i}" for i in range(WRITERS)] + ["Offline"]
     for a in artists:
-        svc, team = _open(make_service, tmp_path / a, a, server)
+        svc, team = open_kelvin(tmp_path / a, a, server)
         team.join(project)
         team.close()
         svc.close()
@@ -67,7 +78,7 @@ def test_eight_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres
     assert sum(d.get("rebased_rounds", 0) for d in did.values()) > 0, did
 
     # the offline one comes back: pushes its batch, then pushes the same batch again
-    off, off_team = _open(make_service, tmp_path / "Offline", "Offline", server)
+    off, off_team = open_kelvin(tmp_path / "Offline", "Offline", server)
     store = off.store(project)
     batch, _ = off.writer.call(lambda: off_team._outbox(store)).result()[0]
     assert batch, "the offline Kelvin had nothing waiting"
@@ -77,11 +88,11 @@ def test_eight_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres
     off_team.close()
     off.close()
 
-    opened = [("Lead", lead, lead_team)] + [(a, *_open(make_service, tmp_path / a, a, server)) for a in artists]
+    opened = [("Lead", lead, lead_team)] + [(a, *open_kelvin(tmp_path / a, a, server)) for a in artists]
     for _round in range(2):  # everyone fetches what the others sent last
         for _a, _svc, team in opened:
             team.sync(project)
-    fresh, fresh_team = _open(make_service, tmp_path / "newcomer", "Newcomer", server)
+    fresh, fresh_team = open_kelvin(tmp_path / "newcomer", "Newcomer", server)
     fresh_team.join(project)
 
     reference = memory_of(fresh, project)
@@ -89,7 +100,8 @@ def test_eight_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres
     for a, svc, _team in opened:
         mine = memory_of(svc, project)
         for part in reference:
-            assert mine[part] == reference[part], f"{a}'s {part} differs from a Kelvin that joined from the server"
+            assert mine[part] == reference[part], (f"{a}'s {part} differs from a Kelvin that joined from the server:\n"
+                                                   + differences(mine, reference, part))
     # exactly once: every event journaled anywhere is on the server once, and in every journal once
     rows = postgres.sql("SELECT id::text, seq FROM kelvin.events ORDER BY seq", dbname=studio)
     on_server = [r[0] for r in rows]
@@ -104,7 +116,7 @@ def test_eight_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres
     svc.reindex(project)
     rebuilt = memory_of(svc, project)
     for part in reference:
-        assert rebuilt[part] == reference[part], f"a rebuild's {part} differs"
+        assert rebuilt[part] == reference[part], f"a rebuild's {part} differs:\n" + differences(rebuilt, reference, part)
     for _a, _svc, team in opened:
         team.close()
     fresh_team.close()

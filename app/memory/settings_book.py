@@ -46,6 +46,7 @@ OP_SETTING_SCENE = "setting.scene"  # a value read from a scene file (kelvin sce
 SETTING_OPS = (OP_SETTING_SET, OP_SETTING_UNSET, OP_SETTING_RETRACT, OP_SETTING_ADD, OP_SETTING_SCENE)
 _MESSAGE_OPS = ("message.add", "message.edit", "message.delete")
 MAX_STATE_BYTES = 16 * 1024 * 1024  # the ledger's position and conversation contexts: kilobytes
+MAX_CONTEXTS = 32  # conversations whose context is kept (in memory and in the state file alike)
 SETTINGS_STATE = "settings.state.json"  # how far the ledger has read (another process's catch-up watches it)
 
 
@@ -69,6 +70,7 @@ class SettingsBook:
         self._read_to: tuple[int, int] = (0, 0)  # settings.jsonl's inode and the bytes of it read so far
         self._contexts: dict[str, Context] = {}  # per conversation
         self._engine = ""  # the project's engine of late (a new conversation starts from it)
+        self._gone: set[str] = set()  # messages deleted (and not restored) so far in the order read
         # an event this projection cannot apply (a value from an older Kelvin, a hand-edited line): it
         # is set aside and said (the store records it beside the journal), and the rest goes on
         self.on_unapplied: Callable[[object, BaseException], None] = \
@@ -154,7 +156,7 @@ class SettingsBook:
                 ino = 0  # no setting found yet (or a rebuild elsewhere just began)
             known_ino, start = self._read_to
             if ino != known_ino:  # another file than the one read (rebuilt elsewhere): read it whole
-                self.ledger, start, self._read_to = Ledger(self._trust), 0, (0, 0)
+                self.ledger, start, self._read_to, self._gone = Ledger(self._trust), 0, (0, 0), set()
             try:
                 if ino:
                     self._read_log(start)
@@ -168,6 +170,7 @@ class SettingsBook:
 
     def _reset(self) -> None:
         self.ledger, self.seq, self._contexts, self._engine, self._lines = Ledger(self._trust), 0, {}, "", 0
+        self._gone = set()
         self._read_to, self._undo, self._before = (0, 0), None, ({}, "")
         for p in (self._log_path, self._state_path):
             try:
@@ -176,8 +179,13 @@ class SettingsBook:
                 pass
 
     def _replay_line(self, d: dict) -> None:
-        if d.get("op") == "retract":
+        op = d.get("op")
+        if op == "retract":
             self.ledger.retract(source_id=d.get("source_id", ""), entry_id=d.get("entry_id", ""))
+        elif op == "gone":
+            self._gone.add(str(d["source_id"]))
+        elif op == "back":
+            self._gone.discard(str(d["source_id"]))
         else:
             self._add(Entry.from_json(d["entry"]))
 
@@ -244,13 +252,17 @@ class SettingsBook:
         return len(lines)
 
     def _apply(self, ev, lookup: Callable[[str], Message | None], to_message: Callable[[dict], Message]) -> list[dict]:
-        if ev.op in ("message.add", "message.restore"):
+        if ev.op == "message.restore":
+            return self._back(ev.data["id"]) + self._from_message(to_message(ev.data), ev.seq)
+        if ev.op == "message.add":
             return self._from_message(to_message(ev.data), ev.seq)
         if ev.op == "message.delete":
-            return self._retract(ev.data["id"])
+            return self._retract(ev.data["id"]) + self._gone_now(ev.data["id"])
         if ev.op == "message.edit":
             lines = self._retract(ev.data["id"])
-            msg = lookup(ev.data["id"])
+            if ev.data["id"] in self._gone:  # deleted before this edit in the journal's (or the team's) order
+                return lines
+            msg = _edited_message(ev.data, to_message) or lookup(ev.data["id"])
             if msg is not None:
                 lines += self._from_message(msg, ev.seq, edited_text=ev.data["text"])
             return lines
@@ -268,6 +280,10 @@ class SettingsBook:
             for kind, what in reversed(undo):
                 if kind == "add":
                     self.ledger.forget(what.id)  # type: ignore[union-attr]
+                elif kind == "gone":
+                    self._gone.discard(what)  # type: ignore[arg-type]
+                elif kind == "back":
+                    self._gone.add(what)  # type: ignore[arg-type]
                 else:
                     for entry in what:  # type: ignore[union-attr]
                         self.ledger.unretract(entry)
@@ -296,10 +312,10 @@ class SettingsBook:
         if m.status in ("recall", "failed"):  # quotes of other messages, and no-replies, state nothing new
             return []
         mentions, ctx = self.extractor.extract(edited_text if edited_text is not None else m.text, m.role, ctx)
+        self._contexts.pop(m.conversation_id, None)  # the newest last, as the state file keeps them
         self._contexts[m.conversation_id] = ctx
-        if len(self._contexts) > 64:  # old conversations: their context no longer matters
-            for cid in list(self._contexts)[:-32]:
-                self._contexts.pop(cid, None)
+        while len(self._contexts) > MAX_CONTEXTS:  # old conversations: their context no longer matters
+            self._contexts.pop(next(iter(self._contexts)))
         self._engine = ctx.engine or self._engine
         out = []
         for n, mention in enumerate(mentions):
@@ -317,6 +333,24 @@ class SettingsBook:
 
     def _retract(self, source_id: str) -> list[dict]:
         return [{"op": "retract", "source_id": source_id}] if self._take(source_id=source_id) else []
+
+    def _gone_now(self, message_id: str) -> list[dict]:
+        """A message deleted: an edit of it later in the order (a teammate's, made before the deletion
+        reached them) changes nothing, whatever the index holds when the edit is read."""
+        if message_id in self._gone:
+            return []
+        self._gone.add(message_id)
+        if self._undo is not None:
+            self._undo.append(("gone", message_id))
+        return [{"op": "gone", "source_id": message_id}]
+
+    def _back(self, message_id: str) -> list[dict]:
+        if message_id not in self._gone:
+            return []
+        self._gone.discard(message_id)
+        if self._undo is not None:
+            self._undo.append(("back", message_id))
+        return [{"op": "back", "source_id": message_id}]
 
     def _artist(self, op: str, d: dict, seq: int) -> list[dict]:
         if op == OP_SETTING_ADD:
@@ -360,7 +394,7 @@ class SettingsBook:
                 self._read_to = (ino, end + len(blob))
             self._lines += len(lines)
         state = {"seq": self.seq, "lines": self._lines, "engine": self._engine,
-                 "contexts": {cid: self._context_json(c) for cid, c in list(self._contexts.items())[-32:]}}
+                 "contexts": {cid: self._context_json(c) for cid, c in self._contexts.items()}}
         fd, tmp = tempfile.mkstemp(prefix=".settings.", dir=self.folder)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(state, fh)
@@ -371,9 +405,12 @@ class SettingsBook:
     # ---- contexts (persisted, so "ok, using 4" after a restart still means something) ------------
     @staticmethod
     def _context_json(c: Context) -> dict:
+        """A conversation's context as the state file keeps it: everything of it, so that a Kelvin that
+        read it back after a restart reads the next message exactly as one that kept it in memory."""
         return {"engine": c.engine, "last": [[s.engine, s.key] for s in c.last],
-                "proposals": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.proposals],
-                "applied": [m.to_json() | {"name": m.name, "domain": m.domain} for m in c.applied],  # (with scope, sure)
+                "proposals": [_mention_json(m) for m in c.proposals],
+                "applied": [_mention_json(m) for m in c.applied],
+                "asked": [[s.engine, s.key] for s in c.asked],
                 "objects": list(c.objects)}
 
     def _context_from_json(self, d: dict) -> Context:
@@ -385,13 +422,19 @@ class SettingsBook:
             value = j.get("value")
             return Mention(engine=j.get("engine") or ANY, parameter=j["parameter"],
                            value=tuple(value) if isinstance(value, list) else value, unit=j.get("unit", ""),
-                           status=j["status"], name=j.get("name", ""), domain=j.get("domain", "general"),
-                           scope=scope_key(j.get("scope")), sure=j.get("sure", True) is not False)
+                           status=j["status"], candidate=j.get("candidate") is True, name=j.get("name", ""),
+                           domain=j.get("domain", "general"), restore=j.get("restore") is True,
+                           confirmed=j.get("confirmed") is True, before=j.get("before") is True,
+                           scope=scope_key(j.get("scope")), sure=j.get("sure", True) is not False,
+                           confidence=float(j.get("confidence", 1.0)), sentence=int(j.get("sentence", -1)),
+                           guessed=str(j.get("guessed", "")))
 
-        last: list[ParamSpec] = [specs[(e, k)] for e, k in d.get("last", []) if (e, k) in specs]
-        return Context(engine=str(d.get("engine", "")), last=tuple(last),
+        def parameters(key: str) -> tuple[ParamSpec, ...]:
+            return tuple(specs[(e, k)] for e, k in d.get(key, []) if (e, k) in specs)
+
+        return Context(engine=str(d.get("engine", "")), last=parameters("last"),
                        proposals=tuple(mention(j) for j in d.get("proposals", [])),
-                       applied=tuple(mention(j) for j in d.get("applied", [])),
+                       applied=tuple(mention(j) for j in d.get("applied", [])), asked=parameters("asked"),
                        objects=tuple(str(o)[:60] for o in (d.get("objects") or [])[-16:] if isinstance(o, str) and o))
 
     # ---- reading ------------------------------------------------------------------------------------
@@ -464,6 +507,29 @@ class SettingsBook:
             self.project(events, lookup, to_message, shared=shared)
             if not self._md_path.exists():
                 self._write_markdown()
+
+
+def _edited_message(data: dict, to_message: Callable[[dict], Message]) -> Message | None:
+    """The message an edit event carries whole (edits are written so since Nov 2026): read as it was where
+    the edit stands in the order, not as the index holds it when the ledger gets there (it may be
+    deleted by then, or taken out while a team's order is settled). None for an older, bare edit."""
+    if not all(k in data for k in ("conversation_id", "role", "ts_ms", "speaker")):
+        return None
+    try:
+        return to_message(data)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _mention_json(m: Mention) -> dict:
+    """A mention carried in a conversation's context, every field of it (its confidence and whether it
+    was a restore decide how a later "ok" or "back to that" is read)."""
+    return m.to_json() | {"name": m.name, "domain": m.domain,
+                          **({"restore": True} if m.restore else {}), **({"confirmed": True} if m.confirmed else {}),
+                          **({"before": True} if m.before else {}),
+                          **({"confidence": m.confidence} if m.confidence != 1.0 else {}),
+                          **({"sentence": m.sentence} if m.sentence != -1 else {}),
+                          **({"guessed": m.guessed} if m.guessed else {})}
 
 
 def _noted(note: str, why: str) -> str:

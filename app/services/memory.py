@@ -51,7 +51,6 @@ from app.memory.index import message_from_rows, where_clause
 from app.memory.journal import JournalError, StoreLocked
 from app.memory.markdown import before
 from app.memory.store import (
-    CONTEXT_ENGINE,
     OP_MEMORY_ADD,
     OP_MEMORY_DELETE,
     OP_MESSAGE_ADD,
@@ -59,6 +58,7 @@ from app.memory.store import (
     OP_MESSAGE_EDIT,
     OP_MESSAGE_RESTORE,
     ProjectStore,
+    edit_event,
     with_engine,
 )
 from app.memory.turn_notes import TURN_OPS, TurnNote
@@ -384,8 +384,7 @@ class MemoryService:
         old = self.show(message_id, project)
         if old is None:
             raise RecordError(f"no message {message_id!r} in project {store.name!r}")
-        edit = {"id": message_id, "text": text, **({CONTEXT_ENGINE: old.tags.engine} if old.tags.engine else {})}
-        self.writer.submit(store.name, [(OP_MESSAGE_EDIT, edit)]).result()
+        self.writer.submit(store.name, [(OP_MESSAGE_EDIT, edit_event(old, text))]).result()
         self.settled(store.name, "the edit")
         return self.show(message_id, project)  # type: ignore[return-value]
 

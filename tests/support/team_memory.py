@@ -21,3 +21,24 @@ def memory_of(svc, project: str) -> dict:
 
 def journal_ids(svc, project: str) -> list[str]:
     return [e.uid for e in svc.store(project).journal.read()]
+
+
+def differences(mine: dict, reference: dict, part: str, limit: int = 6) -> str:
+    """The first entries of ``part`` where two memories differ, for a failure message that says
+    what differs rather than that something does (a convergence failure is rare and costly to
+    reproduce)."""
+    a, b = mine[part], reference[part]
+    if isinstance(a, dict):
+        keys = sorted(set(a) | set(b), key=repr)
+        lines = []
+        for k in keys:
+            if a.get(k) != b.get(k):
+                only_a = [x for x in a.get(k, []) if x not in b.get(k, [])] if isinstance(a.get(k), list) else a.get(k)
+                only_b = [x for x in b.get(k, []) if x not in a.get(k, [])] if isinstance(b.get(k), list) else b.get(k)
+                lines.append(f"{k!r}: here only {only_a!r}; there only {only_b!r}")
+        return "\n".join(lines[:limit])
+    only_a = [x for x in a if x not in b]
+    only_b = [x for x in b if x not in a]
+    if not only_a and not only_b:
+        return "same entries in another order"
+    return f"here only {only_a[:limit]!r}; there only {only_b[:limit]!r}"

@@ -56,6 +56,7 @@ from app.memory.store.events import (
     OP_MESSAGE_EDIT,
     OP_MESSAGE_RESTORE,
     OPS,
+    edit_event,
     whole_event,
     with_engine,
 )
@@ -74,7 +75,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTEXT_ENGINE", "LOCK_WAIT_S", "OPS", "OP_DAY_ROLLOVER", "OP_MEMORY_ADD", "OP_MEMORY_DELETE", "OP_MESSAGE_ADD",
     "OP_MESSAGE_DELETE", "OP_MESSAGE_EDIT", "OP_MESSAGE_RESTORE", "PROJECT_META", "DiskFull", "Folded", "ProjectStore",
-    "Projections", "stored_name", "with_engine",
+    "Projections", "edit_event", "stored_name", "with_engine",
 ]
 
 log = logging.getLogger("kelvin.store")

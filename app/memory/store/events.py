@@ -44,6 +44,14 @@ def with_engine(m: Message) -> dict:
     return {**m.to_event(), **({CONTEXT_ENGINE: m.tags.engine} if m.tags.engine else {})}
 
 
+def edit_event(m: Message, text: str) -> dict:
+    """An edit as the journal keeps it: the whole message with its new text and the engine it was
+    tagged with, so every projection reads it as it stood at that point of the order — not as the
+    index holds it when the projection gets there (deleted later, or taken out while a team's order
+    is settled). Older journals hold bare edits (``id`` and ``text``); they are still read."""
+    return {**with_engine(m), "text": text}
+
+
 def whole_message(d: dict) -> None:
     """Raise KeyError or TypeError unless ``d`` has what a stored message needs, of the right types (the
     content rules are the writers'; an older Kelvin's messages stay readable)."""

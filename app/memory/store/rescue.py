@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING
 
 from app.core.render_settings.ledger import UNSET
 from app.memory.settings_book import OP_SETTING_SCENE, OP_SETTING_SET, OP_SETTING_UNSET
-from app.memory.store.events import OP_MEMORY_ADD, OP_MESSAGE_DELETE, OP_MESSAGE_EDIT, OP_MESSAGE_RESTORE, with_engine
+from app.memory.store.events import (
+    OP_MEMORY_ADD,
+    OP_MESSAGE_DELETE,
+    OP_MESSAGE_EDIT,
+    OP_MESSAGE_RESTORE,
+    edit_event,
+    with_engine,
+)
 
 if TYPE_CHECKING:
     from app.memory.store import ProjectStore
@@ -56,13 +63,13 @@ def rescue(store: "ProjectStore", folded: "Folded", gaps: list[tuple[int, int]])
                 mine = folded.messages[mid]
                 if mid in copies:
                     if copies[mid].text != mine.text:
-                        events.append((OP_MESSAGE_EDIT, {"id": mid, "text": copies[mid].text}))
+                        events.append((OP_MESSAGE_EDIT, edit_event(copies[mid], copies[mid].text)))
                 elif any((m.ts_ms, m.conversation_id, m.role) == (mine.ts_ms, mine.conversation_id, mine.role)
                          for m in back):
                     events.append((OP_MESSAGE_DELETE, {"id": mid}))
             for mid in sorted(edited - misread):
                 if mid in copies and copies[mid].text != folded.messages[mid].text:
-                    events.append((OP_MESSAGE_EDIT, {"id": mid, "text": copies[mid].text}))
+                    events.append((OP_MESSAGE_EDIT, edit_event(copies[mid], copies[mid].text)))
             events += [(OP_MESSAGE_RESTORE, with_engine(m)) for m in back]
             kept = {m.id for m in folded.memories.values()}
             for mem in store.index.memories():
