@@ -233,11 +233,13 @@ class Running:
         self.stop()
 
 
-def start(*, router: bool = False, ctx: int = 8192, threads: int = 2, extra: tuple[str, ...] = (),
+def start(*, router: bool = False, ctx: int = 8192, threads: int = 1, extra: tuple[str, ...] = (),
           timeout_s: float = 120.0, log_dir: Path | None = None) -> Running:
     """The cached llama-server with Gemma 3 270M on 127.0.0.1: the model loaded (one-model mode, under
     the alias :data:`MODEL`), or a router over a folder holding it (loads it with the first request,
-    unloads it on request). Waits until ``/health`` answers."""
+    unloads it on request). Waits until ``/health`` answers. One thread by default: the suite runs two
+    workers on two cores, and two llama threads that share a busy core wait on each other (the tier
+    took 124 CPU-s and 102 s beside one busy core with two threads, 62 CPU-s and 64 s with one)."""
     binary, model = find_binary(), find_model()
     if binary is None or model is None:
         raise RuntimeError(missing())
