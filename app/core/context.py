@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import compress
 
 from app.core.dates import written
 from app.core.records import Memory, Message
@@ -97,16 +98,19 @@ _WHEN = {"today", "yesterday", "tomorrow", "tonight", "morning", "afternoon", "e
 _SMALL = {"a", "an", "the", "and", "or", "but", "to", "of", "in", "on", "at", "for", "with", "we", "i", "you", "it",
           "is", "are", "was", "were", "be", "did", "do", "does", "that", "this", "so", "what", "which", "our", "my",
           "your", "me", "us", "again", "just", "there", "here", "have", "has", "had", "will", "would", "can", "could"}
+_NOT_WHAT = _WHEN | _SMALL
 NEAR = 0.7  # two texts whose content words overlap this much (Jaccard) say the same thing
 NEAR_MIN_WORDS = 5  # below this, only the same words (up to numbers and dates) make a repeat
 
 
-def gist(text: str) -> str:
+def gist(text: str, words: list[str] | None = None) -> str:
     """A text reduced to what it says, not when: its words, lower-cased, every number, date word and
     small word left out ("What GI clamp did we use on Monday, 24 Nov?" and "what GI clamp do we use
-    on 2026-11-25" have one gist)."""
-    return " ".join(w for w in _WORDS.findall(text.casefold()) if not w[0].isdigit() and w not in _WHEN
-                    and w not in _SMALL)
+    on 2026-11-25" have one gist). ``words``: the text's words, lower-cased, when read already."""
+    if words is None:
+        words = _WORDS.findall(text.casefold())
+    keep = {w: not w[0].isdigit() and w not in _NOT_WHAT for w in set(words)}  # (a Python step per distinct word)
+    return " ".join(compress(words, map(keep.__getitem__, words)))
 
 
 class Seen:
@@ -125,8 +129,9 @@ class Seen:
     def _reduced(self, text: str) -> tuple[str, str, frozenset[str]]:
         got = self._read.get(text)
         if got is None:
-            g = gist(text)
-            got = self._read[text] = (same_words(text), g, frozenset(g.split()))
+            words = _WORDS.findall(text.casefold())
+            g = gist(text, words)
+            got = self._read[text] = (" ".join(words), g, frozenset(g.split()))
         return got
 
     def add(self, text: str) -> None:

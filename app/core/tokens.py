@@ -79,8 +79,11 @@ def clip(text: str, max_tokens: int, note: str = "") -> tuple[str, bool]:
         return text, False
     marker_tokens = 24
     keep = max(0, max_tokens - marker_tokens)
-    # binary search the longest prefix (at a whitespace boundary) that fits
+    # binary search the longest prefix (at a whitespace boundary) that fits — within the first few
+    # characters per token kept when that prefix holds too many already (a long paste is not searched whole)
     lo, hi = 0, len(text)
+    if (keep + 1) * 8 < hi and estimate(text[:(keep + 1) * 8]) > keep:
+        hi = (keep + 1) * 8
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if estimate(text[:mid]) <= keep:
