@@ -159,5 +159,6 @@ def test_the_server_stopped_restarted_and_cut_mid_round(postgres, shared, make_s
         assert team.status("Job").words() == "synced", said[-5:]
     finally:
         sync.stop()
+        postgres.ensure_started()  # (if a step above failed: the session's other tests need the cluster)
     assert _everyone_agrees(postgres, studio, "Job", [(lead, lead_team), (mia, team)]) == 81  # the lead's one and Mia's 80
     team.close()

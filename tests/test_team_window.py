@@ -60,12 +60,13 @@ def test_the_header_says_the_team_state_and_a_teammates_words_appear(qtbot, tmp_
             # the server goes away: the header says so, local work goes on
             postgres.stop()
             w.services.memory.commit("a note while the server is away", project="Spot")[1].result()
-            qtbot.waitUntil(lambda: "offline since" in said(w), timeout=30_000)
-            assert "waiting to send" in said(w)
+            # (the round that finds the server gone may start before the note is written: it is counted next)
+            qtbot.waitUntil(lambda: "offline since" in said(w) and "1 waiting to send" in said(w), timeout=30_000)
             postgres.start()
             qtbot.waitUntil(lambda: "Team: synced" in said(w), timeout=60_000)
         finally:
             w.close()
+            postgres.ensure_started()  # (if a step above failed: the session's other tests need the cluster)
     leo_team.sync("Spot")
     assert any(m.text == "a note while the server is away" for m in leo.list("Spot", limit=10))
     leo_team.close()
@@ -203,4 +204,5 @@ def test_the_window_and_a_terminal_write_one_shared_project_and_end_with_the_ser
             qtbot.waitUntil(lambda: window_ledger() == reference, timeout=15_000)
         finally:
             w.close()
+            postgres.ensure_started()  # (if a step above failed: the session's other tests need the cluster)
     leo_team.close()

@@ -22,6 +22,8 @@ log = logging.getLogger("kelvin.team")
 
 POLL_S = 5.0  # a poll besides NOTIFY (a listener that lost its connection, a missed word)
 LOOK_S = 0.25  # how often a waiting round looks whether another process here wrote the project
+GATHER_S = 0.15  # news waits this long for more (a teammate's turn is two events, an import many; a busy
+# studio's NOTIFYs come in bursts): one round fetches them together instead of one round each
 BUSY_S = 1.0  # another process here holds the project (a long import, its own round): try again after
 BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
 
@@ -39,6 +41,7 @@ class TeamSync:
         self._rounds = NamedPool("kelvin-team")  # one thread: the sync loop, from the first follow() to stop()
         self._following = False
         self._listener = Listener(team.setting) if team.configured else None
+        self.rounds = 0  # rounds that reached the server
         self.rebased = 0  # rounds whose settlement put the team's events before this Kelvin's tentative ones
         self._journal_end = None  # the journal's end when the last round began (another process's write moves it)
         team.memory.on_written.append(self._written)
@@ -86,6 +89,7 @@ class TeamSync:
                 busy = False
                 try:
                     done = self.team.sync(project)
+                    self.rounds += 1
                     self.rebased += done.rebased
                     failures = 0
                     self.on_change(self.team.status(project), done.pulled)
@@ -112,21 +116,29 @@ class TeamSync:
             return None
 
     def _wait(self, pause: float, project: str | None) -> None:
-        """Until the server has news for the project, this Kelvin wrote, or ``pause`` ran out."""
+        """Until the server has news for the project, this Kelvin wrote, or ``pause`` ran out — then
+        :data:`GATHER_S` more, unless stopping, so that what comes in a burst makes one round."""
+        if self._until_news(pause, project):
+            self._stop.wait(GATHER_S)
+
+    def _until_news(self, pause: float, project: str | None) -> bool:
         deadline = time.monotonic() + pause
         store = self.team.memory.store(project) if project else None
         wanted = store.team.server_project if store is not None and store.team is not None else None
-        while not self._stop.is_set() and not self._wake.is_set():
+        while not self._stop.is_set():
+            if self._wake.is_set():
+                return True
             left = deadline - time.monotonic()
             if left <= 0:
-                return
+                return False
             if wanted is not None and self._journal_end is not None and store.journal.mark() != self._journal_end:
-                return  # another Kelvin process here wrote the project: what it wrote goes out now
+                return True  # another Kelvin process here wrote the project: what it wrote goes out now
             if self._listener is not None and wanted is not None:
                 news = self._listener.wait(min(left, LOOK_S))
                 if news is None:
                     self._wake.wait(min(left, LOOK_S))
                 elif wanted in news:
-                    return
+                    return True
             else:
                 self._wake.wait(min(left, LOOK_S))
+        return False

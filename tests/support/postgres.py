@@ -79,6 +79,17 @@ class Cluster:
             raise RuntimeError(f"postgres did not start: {r.stderr}\n{log[-2000:]}")
         return self
 
+    def ensure_started(self) -> None:
+        """Start the cluster unless it runs (a test that stopped it and failed before starting it again)."""
+        pid = self.pid()
+        if pid is not None:
+            try:
+                os.kill(pid, 0)
+                return
+            except ProcessLookupError:
+                pass
+        self.start()
+
     def pid(self) -> int | None:
         try:
             return int((self.data / "postmaster.pid").read_text().split()[0])

@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             if sync is not None:
                 sync.stop(30)
                 did["rebased_rounds"] = sync.rebased
+                did["rounds"] = sync.rounds
                 for _ in range(3):
                     try:
                         team.sync(args.project)
