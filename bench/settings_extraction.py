@@ -50,6 +50,9 @@ from app.core.render_settings.ledger import Entry, Ledger  # noqa: E402
 from app.services.memory import load_extractor, load_tagger, load_taxonomy, load_trust  # noqa: E402
 
 DATA = ROOT / "bench" / "data"  # every settings_labelled*.jsonl in it
+# a blind set, while it is one: scored by this bench, never learned from by bench/train_*.py
+# (issue 30's o, p, q, then r, s, t, then u, v, w are spent; x, y, z came at Stop 41)
+BLIND = frozenset({"x", "y", "z"})
 
 
 def to_entry(m, i: int, n: int) -> Entry:

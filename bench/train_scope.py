@@ -37,7 +37,6 @@ from app.core.render_settings.scope_model import ScopeModel  # noqa: E402
 from app.services.memory import load_extractor, load_trust  # noqa: E402
 
 OUT = ROOT / "resources" / "scope_model.json"
-BLIND = {"u", "v", "w"}  # the third blind set: scored before and after the model, never learned from (yet)
 
 
 def _same(a, b) -> bool:
@@ -91,7 +90,7 @@ def main() -> None:
                     "must score to win")
     args = ap.parse_args()
     sessions, finals = se.load(args.data)
-    sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in BLIND}
+    sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in se.BLIND}
     extractor, trust = load_extractor(), load_trust()
     extractor.scope_model = None  # the readings and the baseline: the rules alone
     rows = readings(extractor, sessions, finals)

@@ -157,7 +157,7 @@ def main() -> None:
     shipped = json.loads(STATUS.read_text())
     sure, doubt = float(shipped.get("sure", 0.6)), float(shipped.get("doubt", 1.0))
     sessions, finals = se.load(args.data)
-    sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in ts.EXCLUDED}
+    sessions = {k: v for k, v in sessions.items() if k.split("/")[0] not in se.BLIND}
     folds = status_folds(extractor, sessions, args.cache)
     if args.scoped:  # the gate learns from (and is scored on) sessions labelled with scopes only
         sessions = {k: v for k, v in sessions.items() if file_is_scoped(v, finals.get(k, []))}
