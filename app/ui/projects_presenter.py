@@ -32,12 +32,15 @@ class ProjectsPresenter(QObject):
         workspace.attached.connect(self._attached)
         self.stop_reply = lambda reason: None  # the chat's: a reply streaming for the project before stops
         self.data_watch = FolderWatch(parent=self)  # the data folder: projects made elsewhere appear
+        self._watching = False
         self.data_watch.changed.connect(self.fill)
 
     def _attached(self, services) -> None:
+        self._watching = True
         self.data_watch.watch([services.memory.data_dir])
 
     def stop(self) -> None:
+        self._watching = False  # (a listing still on its way when the window closes watches nothing again)
         self.data_watch.stop()
 
     def project_now(self, name: str, greet: bool = False) -> None:
@@ -57,7 +60,8 @@ class ProjectsPresenter(QObject):
 
         def seen(found) -> None:
             names, folders = found
-            self.data_watch.watch(folders)  # a project folder whose journal is still being made
+            if self._watching:
+                self.data_watch.watch(folders)  # a project folder whose journal is still being made
             if current == ws.project:
                 self.box.show_projects(names, ws.project)
 
