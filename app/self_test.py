@@ -76,7 +76,9 @@ def check_rules() -> tuple[str, str]:
 
 def check_memory(settings) -> tuple[str, str]:
     """A real project store (journal, Markdown, LanceDB) in ``settings``' throw-away data folder."""
-    import lancedb
+    from app.memory.lance_import import lancedb as imported
+
+    lancedb = imported()
 
     from app.services.memory import MemoryService
     from app.services.settings_ledger import SettingsLedger

@@ -201,8 +201,9 @@ def message_from_rows(rows: list[dict]) -> Message:
 
 class ProjectIndex:
     def __init__(self, uri: str):
-        import lancedb  # imported here: 1.5 s, only paid by code that searches or writes
+        from app.memory.lance_import import lancedb as imported  # here: ~1 s, only paid by code that searches or writes
 
+        lancedb = imported()
         from lancedb.index import FTS, BTree
 
         self._FTS, self._BTree = FTS, BTree
