@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def test_an_edit_of_a_message_deleted_later_reads_the_same_live_and_rebuilt(make
     assert ledger_of(svc, "spot") == live
 
 
-def test_an_edit_that_arrives_after_its_messages_deletion_changes_nothing(make_service):
+def test_an_edit_that_arrives_after_its_messages_deletion_changes_nothing(make_service, caplog):
     """A teammate's edit made before the deletion reached them, ordered after it: the ledger takes
     nothing from it, live and rebuilt (the index has nothing to edit either)."""
     svc = make_service()
@@ -46,8 +47,11 @@ def test_an_edit_that_arrives_after_its_messages_deletion_changes_nothing(make_s
     svc.flush()
     store = svc.store("spot")
     late = edit_event(msg, "Octane. GI clamp 4 for the forest.")
-    svc.writer.submit(store.name, [(OP_MESSAGE_DELETE, {"id": msg.id}), (OP_MESSAGE_EDIT, late)]).result()
-    svc.flush()
+    with caplog.at_level(logging.INFO, logger="kelvin.store"):
+        svc.writer.submit(store.name, [(OP_MESSAGE_DELETE, {"id": msg.id}), (OP_MESSAGE_EDIT, late)]).result()
+        svc.flush()
+    assert f"journal edits message {msg.id}, deleted before; skipped" in caplog.text  # expected, not a warning
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "kelvin.store"]
     assert ledger_of(svc, "spot") == {}
     assert svc.show(msg.id, "spot") is None
     svc.reindex("spot")

@@ -170,11 +170,16 @@ def _apply_one(store: ProjectStore, entry: Entry, replay: bool, force: bool = Fa
         store.book.remove(data["id"])
     elif entry.op == OP_MESSAGE_EDIT:
         old = store.index.messages([data["id"]]).get(data["id"])
+        folded = None
         if old is None:  # a kill between this edit's delete and its put, replayed: the journal still has it
-            old = fold_journal(store).messages.get(data["id"])
+            folded = fold_journal(store)
+            old = folded.messages.get(data["id"])
         if old is None:
-            log.warning("journal edits message %s, which is neither in the index nor in the journal; skipped",
-                        data["id"])
+            if data["id"] in folded.deleted:  # a teammate's edit that crossed the deletion: nothing to edit
+                log.info("journal edits message %s, deleted before; skipped", data["id"])
+            else:
+                log.warning("journal edits message %s, which is neither in the index nor in the journal; skipped",
+                            data["id"])
             return
         new = store.to_message({**old.to_event(), "text": data["text"],
                                 CONTEXT_ENGINE: data.get(CONTEXT_ENGINE, old.tags.engine or "")})
