@@ -43,25 +43,26 @@ def _rows(n: int, prefix: str = "r") -> list[dict]:
 # ---- 1. a kill during reindex hides nothing ------------------------------------------------------
 @pytest.mark.slow(seconds=12)
 def test_a_kill_during_reindex_hides_nothing_and_invites_no_duplicates(tmp_path):
-    f = write_jsonl(tmp_path / "day.jsonl", _rows(6_000))
+    N = 3_000  # (the rebuild reports every 2,000: killed after the first report, it is part-way)
+    f = write_jsonl(tmp_path / "day.jsonl", _rows(N))
     kelvin("memory", "import", str(f))
     folder = tmp_path / "data" / "default"
     with subprocess.Popen([sys.executable, "-m", "app", "memory", "reindex"], cwd=ROOT, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True, env=os.environ.copy()) as proc:
-        for line in proc.stderr:  # "reindexed 2,000 / 6,000": the old index is gone, the new one part-way
-            if line.startswith("reindexed ") and not line.startswith("reindexed 6,000"):
+        for line in proc.stderr:  # "reindexed 2,000 / 3,000": the old index is gone, the new one part-way
+            if line.startswith("reindexed ") and not line.startswith(f"reindexed {N:,}"):
                 break
         proc.send_signal(signal.SIGKILL)
     assert json.loads((folder / "journal" / "projections.json").read_text())["rebuilding"] is True
 
-    shown = json.loads(kelvin("memory", "show", "r05999", "--json").stdout)  # the next start finishes the rebuild
-    assert shown["text"].startswith("render note 5999")
+    shown = json.loads(kelvin("memory", "show", f"r{N - 1:05d}", "--json").stdout)  # the next start finishes the rebuild
+    assert shown["text"].startswith(f"render note {N - 1}")
     stats = json.loads(kelvin("memory", "stats", "--json").stdout)
-    assert stats["messages"] == 6_000 and stats["projections_behind"] == 0
-    assert _md(folder).count("<!-- kelvin:begin ") == 6_000
+    assert stats["messages"] == N and stats["projections_behind"] == 0
+    assert _md(folder).count("<!-- kelvin:begin ") == N
     out = kelvin("memory", "import", str(f)).stdout
-    assert "imported 0 messages (6,000 already stored)" in out
-    assert len(_ids(folder)) == 6_000
+    assert f"imported 0 messages ({N:,} already stored)" in out
+    assert len(_ids(folder)) == N
 
 
 # ---- 3. a torn tail or projections ahead of the journal never make numbers repeat -----------------
