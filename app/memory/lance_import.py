@@ -55,11 +55,10 @@ def _defer_package(name: str) -> None:
             if not state["done"]:
                 state["done"] = True
                 spec.loader.exec_module(package)  # the real __init__, in the same module object
-        return package.__dict__[attr] if attr in package.__dict__ else _missing(name, attr)
+        try:
+            return package.__dict__[attr]
+        except KeyError:
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}") from None
 
     package.__getattr__ = __getattr__  # type: ignore[method-assign]
     sys.modules[name] = package
-
-
-def _missing(name: str, attr: str):
-    raise AttributeError(f"module {name!r} has no attribute {attr!r}")

@@ -399,7 +399,7 @@ class SettingsBook:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(state, fh)
         os.replace(tmp, self._state_path)
-        if lines:
+        if any(line["op"] in ("add", "retract") for line in lines):  # (a deletion's "gone" line changes no value)
             self._write_markdown()
 
     # ---- contexts (persisted, so "ok, using 4" after a restart still means something) ------------
