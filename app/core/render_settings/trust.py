@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from app.core.render_settings.mentions import APPLIED, PROPOSED, REJECTED
 from app.core.render_settings.parameters import same_value
 
+# the kinds the shipped gate was trained with (not scopes.py's object keys: exposure and white balance
+# count as camera here, frame rate as output — changing them changes the gate's features)
 LIGHT = {"light_temperature", "light_power", "light_intensity"}
 CAMERA = {"focal_length", "f_stop", "shutter_speed", "iso", "depth_of_field", "exposure", "white_balance"}
 OUTPUT = {"resolution", "resolution_percentage", "frame_rate"}
