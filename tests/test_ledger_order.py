@@ -80,8 +80,7 @@ def test_a_restart_between_any_two_messages_reads_the_next_one_the_same(make_ser
                 restarted.close()
             restarted = make_service(data_dir=str(tmp_path / "restarted"))
         restarted.commit(text, project="spot", conversation_id=conv, role=role, turn_id=f"t{i}",
-                         ts_ms=1_763_000_000_000 + i)
-        restarted.flush()
+                         ts_ms=1_763_000_000_000 + i)  # (close() drains the writer before the restart)
     restarted.close()
     restarted = make_service(data_dir=str(tmp_path / "restarted"))
 

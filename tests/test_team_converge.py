@@ -18,7 +18,11 @@ from tests.support.team_memory import differences, journal_ids, memory_of
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITERS = 8
-OPS = int(os.environ.get("KELVIN_CONVERGE_OPS", "24"))
+# Each artist's operations. 14, not the 24 of Stop 41: the same lines of app/ run (coverage of this test
+# with 8 × 14 against 8 × 24: the same, but for two that other tests cover), the races included —
+# a teammate's edit crossing a deletion, rebased rounds — for 68 CPU-seconds instead of 107; eight
+# writers stay (with four, the crossing edit was never seen). KELVIN_CONVERGE_OPS=24 for the longer run.
+OPS = int(os.environ.get("KELVIN_CONVERGE_OPS", "14"))
 
 
 @pytest.fixture
@@ -39,7 +43,7 @@ def open_kelvin(make_service):
         team.close()
 
 
-@pytest.mark.slow(seconds=75)
+@pytest.mark.slow(seconds=50)
 def test_eight_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres, open_kelvin, tmp_path):
     studio = postgres.database("converge_" + uuid.uuid4().hex[:6])
     server = postgres.conninfo(studio, f"writer_{studio}")
