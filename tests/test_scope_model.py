@@ -88,6 +88,22 @@ def test_a_missing_or_broken_model_file_leaves_the_rules_to_decide(monkeypatch, 
     assert "scopes are read by the rules alone" in caplog.text
 
 
+def test_the_bundled_files_are_parsed_once_and_each_caller_gets_its_own_taxonomy(monkeypatch, caplog):
+    from app.services.memory import load_cues, load_status_model, load_taxonomy, load_trust
+
+    assert load_scope_model() is load_scope_model() and load_status_model() is load_status_model()
+    assert load_cues() is load_cues() and load_trust() is load_trust()
+    first = load_taxonomy()
+    first["engines"].clear()  # a caller that changes its copy changes nobody else's
+    assert "octane" in load_taxonomy()["engines"]
+    monkeypatch.setattr(memory_module, "SCOPE_MODEL", "kelvin.qss")  # a failure is not kept: it is said every time
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=memory_module.log.name):
+            assert load_scope_model() is None
+        assert "scopes are read by the rules alone" in caplog.text
+
+
 def test_the_shipped_model_file_says_how_it_was_made():
     from app import resources
 

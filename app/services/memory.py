@@ -12,6 +12,7 @@ something was written.
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import threading
@@ -107,10 +108,27 @@ class ImportReport:
         return self.total - self.added
 
 
+_parsed: dict[str, object] = {}
+_parsed_lock = threading.Lock()
+
+
+def _parsed_once(name: str, build: Callable[[], object]) -> object:
+    """What a bundled resource file parses into, parsed once per process: the files are read-only and
+    so is what is built from them (the models are frozen; the taxonomy is copied for each caller).
+    A project store, a service or a test opening another store no longer parses the same files again
+    (~30 ms each time: the status model's weights, the taxonomy, the phrase book). A failure is not
+    kept: the next call tries again and says why again."""
+    with _parsed_lock:
+        if name not in _parsed:
+            _parsed[name] = build()
+        return _parsed[name]
+
+
 def load_taxonomy() -> dict:
     """The bundled taxonomy and render parameters, extended by ``taxonomy.toml`` in the config folder
     if the artist has one."""
-    data = merge(tomllib.loads(resources.read_text("taxonomy.toml")), tomllib.loads(resources.read_text("parameters.toml")))
+    data = copy.deepcopy(_parsed_once("taxonomy", lambda: merge(tomllib.loads(resources.read_text("taxonomy.toml")),
+                                                                  tomllib.loads(resources.read_text("parameters.toml")))))
     extra = config_dir() / "taxonomy.toml"
     if extra.is_file():
         try:
@@ -141,14 +159,15 @@ def load_cues() -> "Cues":
     """The extractor's phrase book, read once from ``resources/phrases/*.toml`` (issue 35)."""
     from app.core.render_settings.cues import FILES, Cues
 
-    return Cues.from_files({name: tomllib.loads(resources.read_text(f"phrases/{name}.toml")) for name in FILES})
+    return _parsed_once("cues", lambda: Cues.from_files({name: tomllib.loads(resources.read_text(f"phrases/{name}.toml"))
+                                                         for name in FILES}))
 
 
 def load_status_model() -> StatusModel | None:
     """The shipped status model (``resources/status_model.json``, written by bench/train_status.py);
     without it the rules read statuses alone."""
     try:
-        return StatusModel.from_json(json.loads(resources.read_text(STATUS_MODEL)))
+        return _parsed_once(STATUS_MODEL, lambda: StatusModel.from_json(json.loads(resources.read_text(STATUS_MODEL))))
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         log.warning("the status model %s could not be read (%s): statuses are read by the rules alone",
                     STATUS_MODEL, exc)
@@ -161,7 +180,7 @@ def load_scope_model() -> "ScopeModel | None":
     from app.core.render_settings.scope_model import ScopeModel
 
     try:
-        return ScopeModel.from_json(json.loads(resources.read_text(SCOPE_MODEL)))
+        return _parsed_once(SCOPE_MODEL, lambda: ScopeModel.from_json(json.loads(resources.read_text(SCOPE_MODEL))))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError, AttributeError) as exc:
@@ -175,7 +194,7 @@ def load_trust() -> "TrustModel | None":
     from app.core.render_settings.trust import TrustModel
 
     try:
-        return TrustModel.from_json(json.loads(resources.read_text(TRUST_MODEL)))
+        return _parsed_once(TRUST_MODEL, lambda: TrustModel.from_json(json.loads(resources.read_text(TRUST_MODEL))))
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         log.warning("the trust model %s could not be read (%s): every decided value is stated", TRUST_MODEL, exc)
         return None
