@@ -49,9 +49,7 @@ class OllamaEmbedder:
         if self._client is None:
             import ollama
 
-            from app.llm import tls
-
-            self._client = ollama.Client(host=self.host, timeout=self._timeout, verify=tls.context())
+            self._client = ollama.Client(host=self.host, timeout=self._timeout)
         out: list[list[float]] = []
         for i in range(0, len(texts), self.BATCH):
             try:
