@@ -1,6 +1,7 @@
 """Test setup: every path points into tmp_path, Qt runs offscreen, no thread outlives its test."""
 from __future__ import annotations
 
+import gc
 import os
 import threading
 
@@ -60,6 +61,12 @@ def _no_running_timers_or_workers(request):
     for pools in list(Pools.made):
         pools.wait(10_000)
     app.processEvents()
+    # The test's closed windows are garbage now, some of them in reference cycles that only a
+    # collection frees. Collected here, on the UI thread: left for Python's automatic collection,
+    # they would be freed — their QWidgets deleted — on whichever thread allocates next (a later
+    # test's writer, a stream), while this thread walks the widgets below or paints. Two full runs
+    # died with "Fatal Python error: Segmentation fault" at the walk below; this is the likely cause.
+    gc.collect()
     busy = [p for p in Pools.made if any(q.activeThreadCount() for q in (p.model, p.memory, p.general))]
     ticking = [f"{type(w).__name__}.{t.objectName() or 'timer'} ({t.interval()} ms)"
                for w in app.allWidgets() if w.isVisible() or w.parent() is None
