@@ -104,6 +104,18 @@ def test_the_bundled_files_are_parsed_once_and_each_caller_gets_its_own_taxonomy
         assert "scopes are read by the rules alone" in caplog.text
 
 
+def test_services_share_the_bundled_catalogue_and_an_artists_taxonomy_gets_its_own(make_service, tmp_path, monkeypatch):
+    a, b = make_service(data_dir=str(tmp_path / "a")), make_service(data_dir=str(tmp_path / "b"))
+    assert a.catalogue is b.catalogue and a.tagger is b.tagger  # built once from the bundled files alone
+    config = tmp_path / "own-config"
+    config.mkdir()
+    (config / "taxonomy.toml").write_text('[engines.moonray]\nnames = ["moonray"]\n', encoding="utf-8")
+    monkeypatch.setenv("KELVIN_CONFIG_DIR", str(config))
+    own = make_service(data_dir=str(tmp_path / "own"))
+    assert own.catalogue is not a.catalogue and own.tagger is not a.tagger
+    assert "moonray" in own.catalogue.engine_list and "moonray" not in a.catalogue.engine_list
+
+
 def test_the_shipped_model_file_says_how_it_was_made():
     from app import resources
 

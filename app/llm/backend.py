@@ -19,6 +19,7 @@ from typing import Any, Callable
 import httpx
 import ollama
 
+from app.llm import tls
 from app.llm.errors import TRANSPORT_ERRORS, ModelMissing, ModelServerUnavailable, ServerError, explain
 from app.llm.model_server import (ChatChunk, LoadedModel, ModelInfo, PullMeter, PullProgress,
                                   ToolCall, complete)
@@ -65,7 +66,7 @@ class OllamaBackend:
 
     def __init__(self, host: str, timeout_s: float = 120.0, stream_timeout_s: float = STREAM_TIMEOUT_S):
         self.host, self.timeout_s, self.stream_timeout_s = host, timeout_s, max(timeout_s, stream_timeout_s)
-        self._verify = httpx.create_ssl_context()  # built once (~30 ms), shared by every stream's client
+        self._verify = tls.context()  # one per process (~30 ms to build), shared by every client and stream
         self._client = ollama.Client(host=host, timeout=timeout_s, verify=self._verify)
 
     def _call(self, model: str, fn: Callable, /, *args, **kwargs):

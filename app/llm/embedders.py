@@ -49,7 +49,9 @@ class OllamaEmbedder:
         if self._client is None:
             import ollama
 
-            self._client = ollama.Client(host=self.host, timeout=self._timeout)
+            from app.llm import tls
+
+            self._client = ollama.Client(host=self.host, timeout=self._timeout, verify=tls.context())
         out: list[list[float]] = []
         for i in range(0, len(texts), self.BATCH):
             try:

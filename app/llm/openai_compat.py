@@ -20,6 +20,7 @@ from typing import Callable
 
 import httpx
 
+from app.llm import tls
 from app.llm.errors import (ModelMissing, ModelServerUnavailable, NotCompatible, StreamCut, transport)
 from app.llm.model_server import ChatChunk, LoadedModel, ModelInfo, PullProgress, complete
 from app.llm.openai_models import Models, detect
@@ -58,7 +59,7 @@ class OpenAIBackend:
         self.host, self.timeout_s, self.stream_timeout_s = host, timeout_s, max(timeout_s, stream_timeout_s)
         self.root, self.api = api_root(host)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._verify = httpx.create_ssl_context()  # built once, shared by every stream's client
+        self._verify = tls.context()  # one per process, shared by every client and stream
         self._client = httpx.Client(timeout=timeout_s, verify=self._verify, headers=self._headers)
         self._models: Models | None = None
         self._listed: dict[str, dict] = {}

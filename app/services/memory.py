@@ -127,15 +127,28 @@ def _parsed_once(name: str, build: Callable[[], object]) -> object:
 def load_taxonomy() -> dict:
     """The bundled taxonomy and render parameters, extended by ``taxonomy.toml`` in the config folder
     if the artist has one."""
+    return _taxonomy_read()[0]
+
+
+def _taxonomy_read() -> tuple[dict, bool]:
+    """The taxonomy (a copy of its own for the caller), and whether it is the bundled one alone (no
+    artist's ``taxonomy.toml``, or one that could not be read): what is built from the bundled one
+    alone is the same in every service of the process and is built once (:func:`_shared`)."""
     data = copy.deepcopy(_parsed_once("taxonomy", lambda: merge(tomllib.loads(resources.read_text("taxonomy.toml")),
                                                                   tomllib.loads(resources.read_text("parameters.toml")))))
     extra = config_dir() / "taxonomy.toml"
     if extra.is_file():
         try:
-            data = merge(data, tomllib.loads(read_regular(extra, 16 * 2**20).decode("utf-8")))
+            return merge(data, tomllib.loads(read_regular(extra, 16 * 2**20).decode("utf-8"))), False
         except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError, RecursionError) as exc:
             log.warning("%s is not valid TOML and was ignored: %s", extra, exc)
-    return data
+    return data, True
+
+
+def _shared(name: str, bundled: bool, build: Callable[[], object]) -> object:
+    """``build()``'s result, made once per process when it comes from the bundled taxonomy alone (the
+    tagger and the catalogue only read what they were built with; ~15 ms each), else made anew."""
+    return _parsed_once(name, build) if bundled else build()
 
 
 def load_tagger(data: dict | None = None) -> RuleTagger:
@@ -212,6 +225,7 @@ class MemoryService:
         self._catalogue: Catalogue | None = None
         self._trust: TrustModel | None | bool = False  # False: not read yet
         self._taxonomy_data: dict | None = None
+        self._bundled_taxonomy = True  # (no artist's taxonomy.toml: see _taxonomy_read)
         self._taxonomy_lock = threading.RLock()
         self.embedder = embedder or from_spec(settings.embedder, settings.ollama_host, settings.ollama_timeout_s,
                                                settings.openai_url, settings.openai_api_key)
@@ -230,21 +244,23 @@ class MemoryService:
     def _taxonomy(self) -> dict:
         with self._taxonomy_lock:
             if self._taxonomy_data is None:
-                self._taxonomy_data = load_taxonomy()
+                self._taxonomy_data, self._bundled_taxonomy = _taxonomy_read()
             return self._taxonomy_data
 
     @property
     def tagger(self) -> Tagger:
         with self._taxonomy_lock:
             if self._tagger is None:
-                self._tagger = load_tagger(self._taxonomy())
+                data = self._taxonomy()
+                self._tagger = _shared("tagger", self._bundled_taxonomy, lambda: load_tagger(data))
             return self._tagger
 
     @property
     def catalogue(self) -> Catalogue:
         with self._taxonomy_lock:
             if self._catalogue is None:
-                self._catalogue = load_catalogue(self._taxonomy())
+                data = self._taxonomy()
+                self._catalogue = _shared("catalogue", self._bundled_taxonomy, lambda: load_catalogue(data))
             return self._catalogue
 
     @property
