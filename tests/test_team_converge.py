@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WRITERS = 8
 # Each artist's operations. 14, not the 24 of Stop 41: the same lines of app/ run (coverage of this test
 # with 8 × 14 against 8 × 24: the same, but for two that other tests cover), the races included —
-# a teammate's edit crossing a deletion, rebased rounds — for 68 CPU-seconds instead of 107; eight
+# a teammate's edit crossing a deletion, rebased rounds — for 58 CPU-seconds instead of 106; eight
 # writers stay (with four, the crossing edit was never seen). KELVIN_CONVERGE_OPS=24 for the longer run.
 OPS = int(os.environ.get("KELVIN_CONVERGE_OPS", "14"))
 
