@@ -62,10 +62,10 @@ def _no_running_timers_or_workers(request):
         pools.wait(10_000)
     app.processEvents()
     # The test's closed windows are garbage now, some of them in reference cycles that only a
-    # collection frees. Collected here, on the UI thread: left for Python's automatic collection,
-    # they would be freed — their QWidgets deleted — on whichever thread allocates next (a later
-    # test's writer, a stream), while this thread walks the widgets below or paints. Two full runs
-    # died with "Fatal Python error: Segmentation fault" at the walk below; this is the likely cause.
+    # collection frees: collected here, on the UI thread, before the walk below. Two full runs died
+    # with "Fatal Python error: Segmentation fault" in that walk; the cause is not established
+    # (PySide6 already hands a QObject freed on another thread back to its own thread to delete —
+    # checked), and no run has crashed since this collection was added.
     gc.collect()
     busy = [p for p in Pools.made if any(q.activeThreadCount() for q in (p.model, p.memory, p.general))]
     ticking = [f"{type(w).__name__}.{t.objectName() or 'timer'} ({t.interval()} ms)"
