@@ -36,7 +36,7 @@ def built(tmp_path_factory):
     except ImportError:
         pytest.fail("KELVIN_TEST_BUNDLE=1 but PyInstaller is not installed: pip install -e '.[bundle]'")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KELVIN_")}
-    result = subprocess.run([sys.executable, str(ROOT / "installer" / "build.py"), "--tarball", "--pack-level", "1",
+    result = subprocess.run([sys.executable, str(ROOT / "installer" / "build.py"), "--tarball", "--pack-level", "0",
                              "--out", str(out)],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-4000:]

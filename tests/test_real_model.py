@@ -32,7 +32,9 @@ from tests.support.cli import kelvin
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow(seconds=6)]
 
-REPLY_GRAMMAR = "root ::= [a-zA-Z0-9 ,.'-]{40,240}"  # a few sentences, then the model must stop
+# a sentence or two, then the model must stop (120 characters, not 240: ~30 tokens a reply instead of ~60,
+# about 12 s less of the model's CPU over the module; every reply still streams in many pieces)
+REPLY_GRAMMAR = "root ::= [a-zA-Z0-9 ,.'-]{40,120}"
 # Gemma's own turn markers (llama.cpp's built-in template: the GGUF of a base model carries none)
 SERVER_ARGS = ("--no-jinja", "--chat-template", "gemma", "--grammar", REPLY_GRAMMAR, "--seed", "7")
 STEP_S = 300.0  # the most one model step may take on a loaded 2-core machine before the test fails
@@ -211,7 +213,8 @@ def test_the_window_estimate_is_within_ten_percent_of_the_servers_count(converse
     raw = first.window.total  # estimated before any calibration (the ratio starts at 1)
     raw_error = abs(raw - first.prompt_tokens) / first.prompt_tokens
     second = within(STEP_S, conv.ask, "And the texture cache overflow: what was the peak VRAM and the fix?")
-    assert first.prompt_tokens and second.prompt_tokens and second.window.total > 1500  # a real, full window
+    assert first.prompt_tokens and second.prompt_tokens and second.window.total > 1200  # a real, full window
+    # (1,200: the first turn's reply is in the second window, and replies are a sentence or two now)
     error = abs(second.window.total - second.prompt_tokens) / second.prompt_tokens
     print(f"\nwindow {second.window.total} estimated, {second.prompt_tokens} counted by the server: {error:.1%} off "
           f"(uncalibrated, first turn: {raw} against {first.prompt_tokens}, {raw_error:.1%}; "
