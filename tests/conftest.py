@@ -14,7 +14,7 @@ def pytest_configure(config):
     """Byte-compile Kelvin's own code once, before any worker starts (the controller, or a run without
     xdist). Where ``PYTHONDONTWRITEBYTECODE`` is set (this project's machines set it) Python never
     writes a ``.pyc`` on import, so every process the suite starts — ~200 terminal commands, helpers,
-    the eight Kelvins — compiled each module of ``app/`` from source again: ~0.3 CPU-s per process,
+    the team tests' Kelvins — compiled each module of ``app/`` from source again: ~0.3 CPU-s per process,
     ~4 s per worker. compileall writes whatever that variable says, only what is missing or stale;
     the files land in ``__pycache__`` folders git ignores, as any ordinary import would leave them."""
     if hasattr(config, "workerinput"):

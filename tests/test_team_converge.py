@@ -1,6 +1,6 @@
-"""Convergence on a real PostgreSQL: eight Kelvin processes write one shared project at once —
+"""Convergence on a real PostgreSQL: six Kelvin processes write one shared project at once —
 chat turns, imports, edits and deletes of each other's messages, settings set by hand, kept
-memories — while a ninth works offline and then pushes its batch twice. Afterwards every data
+memories — while a seventh works offline and then pushes its batch twice. Afterwards every data
 folder holds the same messages, Markdown, index ids and ledger, each equal to a fresh Kelvin
 that joins from the server, and to a rebuild; no event is lost or doubled anywhere."""
 from __future__ import annotations
@@ -17,12 +17,13 @@ import pytest
 from tests.support.team_memory import differences, journal_ids, memory_of
 
 ROOT = Path(__file__).resolve().parent.parent
-WRITERS = 8
-# Each artist's operations. 14, not the 24 of Stop 41: the same lines of app/ run (coverage of this test
-# with 8 × 14 against 8 × 24: the same, but for two that other tests cover), the races included —
-# a teammate's edit crossing a deletion, rebased rounds — for 58 CPU-seconds instead of 106; eight
-# writers stay (with four, the crossing edit was never seen). KELVIN_CONVERGE_OPS=24 for the longer run.
-OPS = int(os.environ.get("KELVIN_CONVERGE_OPS", "14"))
+# Six artists writing, ten operations each (KELVIN_CONVERGE_WRITERS / KELVIN_CONVERGE_OPS for a longer
+# soak: Stop 41 ran 8 × 24). Measured with coverage.py in every process (Stop 43): the whole suite runs
+# the same lines of app/ with 6 × 10 as with the 8 × 14 of Stop 42 — what this test alone no longer
+# reaches (9 lines) other tests reach on purpose (test_ledger_order.py: an edit crossing a deletion) —
+# for about half the CPU. The races still happen: rebased rounds are asserted below.
+WRITERS = int(os.environ.get("KELVIN_CONVERGE_WRITERS", "6"))
+OPS = int(os.environ.get("KELVIN_CONVERGE_OPS", "10"))
 
 
 @pytest.fixture
@@ -43,8 +44,8 @@ def open_kelvin(make_service):
         team.close()
 
 
-@pytest.mark.slow(seconds=50)
-def test_eight_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres, open_kelvin, tmp_path):
+@pytest.mark.slow(seconds=25)
+def test_six_kelvins_at_once_and_one_offline_end_with_the_same_memory(postgres, open_kelvin, tmp_path):
     studio = postgres.database("converge_" + uuid.uuid4().hex[:6])
     server = postgres.conninfo(studio, f"writer_{studio}")
     project = "Spot 30s"
