@@ -180,6 +180,21 @@ def test_only_the_artists_scrolling_loads_earlier_messages(qtbot, window):
         assert len(w.chat.entries) == 40 and w.pools.busy() == 0
 
 
+def test_closing_in_the_middle_of_drawing_the_transcript_stops_the_drawing(qtbot, window):
+    """Quitting while the transcript is still being drawn a slice at a time (a page that came with the
+    workers' last signals) leaves no drawing going on in the closed window."""
+    with OllamaTestServer() as srv:
+        w = window(srv)
+        seed(w, "default", 40, "turn")
+        w.projects.project_now("default")
+        qtbot.waitUntil(lambda: not w.chat.composer.isReadOnly() and len(w.chat.entries) == 40, timeout=10_000)
+        w.chat._drawing.slice_s = 0.0  # one entry per turn of the event loop: still drawing when the close comes
+        w.chat._render()
+        assert w.chat.drawing
+        w.quit()
+        assert not w.chat.drawing and not w.isVisible()
+
+
 def test_the_transcript_opens_on_the_latest_and_leaves_an_artist_reading_above_where_they_are(qtbot, window):
     with OllamaTestServer() as srv:
         w = window(srv)

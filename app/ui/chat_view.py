@@ -666,6 +666,13 @@ class ChatView(QWidget):
                 self._rendering = False
         self._drawing.start()
 
+    def stop_drawing(self) -> None:
+        """The window is closing for good: no more drawing on later turns of the event loop (a page that
+        arrived with the workers' last signals would otherwise go on being laid into a closed window)."""
+        self._drawing.cancel()
+        self._timer.stop()
+        self._then.clear()
+
     @property
     def drawing(self) -> bool:
         """Entries are still to be drawn (on the event loop's next turns)."""

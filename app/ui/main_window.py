@@ -389,6 +389,7 @@ class MainWindow(QMainWindow):
         self.pools.wait()
         QCoreApplication.sendPostedEvents()  # the workers' last signals, while the services are still up
         self.pools.wait()  # and anything those started
+        self.chat.stop_drawing()  # what those signals set drawing stops with the window
         self._banner_timer.stop()
         self.statusBar().clearMessage()  # and its timeout
         self.tray.hide()
