@@ -128,7 +128,7 @@ def test_overflowing_recent_turns_fold_oldest_first_into_notes():
 @pytest.mark.parametrize("ratio", [0.6, 1.0, 2.5])  # the calibration's whole range: a model's tokens per estimated one
 @pytest.mark.parametrize("offered", [0, tools.SCHEMA_TOKENS])
 def test_the_window_stays_under_budget_whatever_is_thrown_at_it(ratio, offered):
-    big = "x " * 50_000
+    big = "x " * 34_000  # 34,000 tokens: every piece alone overflows even the largest window (32,768)
     cal = Calibration(ratio=ratio, observations=1)
     for num_ctx in (1024, 2048, 8192, 32768):
         budget = Budget(num_ctx=num_ctx)
