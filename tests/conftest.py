@@ -13,9 +13,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # without it pytest-qt ab
 def pytest_configure(config):
     """Byte-compile Kelvin's own code once, before any worker starts (the controller, or a run without
     xdist). Where ``PYTHONDONTWRITEBYTECODE`` is set (this project's machines set it) Python never
-    writes a ``.pyc`` on import, so every process the suite starts — ~200 terminal commands, helpers,
-    the team tests' Kelvins — compiled each module of ``app/`` from source again: ~0.3 CPU-s per process,
-    ~4 s per worker. compileall writes whatever that variable says, only what is missing or stale;
+    writes a ``.pyc`` on import, so every process the suite starts — each worker, the terminal commands
+    run as processes, helpers, the team tests' Kelvins — compiled each module of ``app/`` it imported from
+    source again: ~0.3 CPU-s per Kelvin process, ~4 s per worker. compileall writes whatever that variable says, only what is missing or stale;
     the files land in ``__pycache__`` folders git ignores, as any ordinary import would leave them."""
     if hasattr(config, "workerinput"):
         return
@@ -26,6 +26,7 @@ def pytest_configure(config):
     for part in ("app", "tests/support", "bench"):
         if (root / part).is_dir():  # not where this file is copied into a small suite (test_suite_plan.py)
             compileall.compile_dir(root / part, quiet=1, workers=1)
+
 
 _ENV_VARS = ("KELVIN_DATA_DIR", "KELVIN_PROJECT", "KELVIN_OLLAMA_HOST", "OLLAMA_HOST", "KELVIN_EMBEDDER",
              "KELVIN_CHAT_MODEL", "KELVIN_EXTRACT_MODEL", "KELVIN_NUM_CTX", "KELVIN_INDEX_URI", "KELVIN_CONFIG_DIR", "KELVIN_OLLAMA_TIMEOUT",
@@ -104,12 +105,15 @@ def _seconds(item) -> float:
     return float(mark.kwargs.get("seconds", 10)) if mark else 0.0
 
 
+@pytest.hookimpl(wrapper=True)
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (the README's command): one worker more than the machine has cores. Many tests spend
-    part of their time waiting — on a process they started, a server, a timeout they test — and a third
-    worker on the project's 2-core machine fills those waits: the suite in 4:08 against 4:21 with two,
-    back to back (Stop 43; 4:42 against 4:50 at Stop 42), for ~10 % more CPU."""
-    return (os.cpu_count() or 1) + 1
+    """``-n auto`` (the README's command): one worker more than pytest-xdist would start (the cores).
+    Many tests spend part of their time waiting — on a process they started, a server, a timeout they
+    test — and the extra worker fills those waits: on the project's 2-core machine 4:08 with three
+    workers against 4:21 with two, back to back (Stop 43; 4:42 against 4:50 at Stop 42), for ~10 % more
+    CPU. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still sets the number exactly."""
+    cores = yield
+    return cores if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") else cores + 1
 
 
 def pytest_collection_finish(session):
@@ -120,7 +124,7 @@ def pytest_collection_finish(session):
 
 
 def pytest_collection_modifyitems(items):
-    """Marks GUI tests, and plans the run on two workers (README: ``-n auto``; ``--dist loadfile`` in
+    """Marks GUI tests, and plans the run on the workers (README: ``-n auto``; ``--dist loadfile`` in
     pyproject.toml): a module's tests run on one worker, one after the other, so a module-scoped
     fixture (the real-model tier's llama-server, the bundle, a USD stage written once) is set up
     once per run; and the modules with the most slow work (their ``slow(seconds=)`` marks) go first,
